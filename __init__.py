@@ -1,0 +1,14 @@
+"""loopgraphs: proven agent loops as compiled LangGraph graphs, for any chat model."""
+
+from loopgraphs.graphs.react import create_react_graph
+from loopgraphs.graphs.registry import LOOPS, build_loop
+from loopgraphs.models import load_model
+from loopgraphs.state import Usage
+
+__all__ = [
+    "LOOPS",
+    "Usage",
+    "build_loop",
+    "create_react_graph",
+    "load_model",
+]

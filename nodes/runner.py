@@ -1,0 +1,150 @@
+"""Run node logic written once for both ``invoke`` and ``ainvoke``.
+
+A node's logic is a generator: it yields requests (a model call, a batch of model calls,
+a batch of tool jobs) and receives their results, or has the request's exception thrown
+back into it. ``as_node`` turns such a generator function into a runnable with a sync
+and an async path, so every compiled graph supports ``invoke`` and ``ainvoke`` without
+duplicating the logic, and without running async code on a foreign event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import get_executor_for_config
+from langgraph.runtime import Runtime, get_runtime
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call of a chat model (or a runnable built on one) with a list of messages."""
+
+    runnable: Runnable[Any, Any]
+    messages: Sequence[BaseMessage]
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        return self.runnable.invoke(list(self.messages), config)
+
+    async def ainvoke(self, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(list(self.messages), config)
+
+
+@dataclass(frozen=True)
+class ModelBatch:
+    """Several model calls run concurrently; each result is a reply or the exception raised."""
+
+    calls: Sequence[ModelCall]
+
+    def invoke(self, config: RunnableConfig) -> list[Any]:
+        with get_executor_for_config(config) as pool:
+            futures = [pool.submit(_capture, call.invoke, config) for call in self.calls]
+            return [future.result() for future in futures]
+
+    async def ainvoke(self, config: RunnableConfig) -> list[Any]:
+        return list(
+            await asyncio.gather(*(call.ainvoke(config) for call in self.calls), return_exceptions=True)
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of blocking or async work (a tool call) with an optional timeout."""
+
+    sync: Callable[[], Any]
+    run_async: Callable[[], Awaitable[Any]]
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class JobBatch:
+    """Jobs run concurrently; each result is a value or the exception raised (or a timeout)."""
+
+    jobs: Sequence[Job] = field(default_factory=list)
+
+    def invoke(self, config: RunnableConfig) -> list[Any]:
+        if not self.jobs:
+            return []
+        pool = ThreadPoolExecutor(max_workers=len(self.jobs))
+        try:
+            futures = [pool.submit(_capture, job.sync) for job in self.jobs]
+            results: list[Any] = []
+            for job, future in zip(self.jobs, futures):
+                try:
+                    results.append(future.result(timeout=job.timeout))
+                except FutureTimeout:
+                    results.append(TimeoutError(f"timed out after {job.timeout:g} s"))
+            return results
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    async def ainvoke(self, config: RunnableConfig) -> list[Any]:
+        async def one(job: Job) -> Any:
+            try:
+                return await asyncio.wait_for(job.run_async(), job.timeout)
+            except asyncio.TimeoutError:
+                return TimeoutError(f"timed out after {job.timeout:g} s")
+            except Exception as exc:
+                return exc
+
+        return list(await asyncio.gather(*(one(job) for job in self.jobs)))
+
+
+def _capture(func: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return func(*args)
+    except Exception as exc:
+        return exc
+
+
+Request = ModelCall | ModelBatch | JobBatch
+Logic = Generator[Request, Any, dict[str, Any]]
+LogicFactory = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
+
+
+def run_sync(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
+    """Drive node logic with blocking calls."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = logic.throw(error) if error is not None else logic.send(result)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            result, error = request.invoke(config), None
+        except Exception as exc:
+            result, error = None, exc
+
+
+async def run_async(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
+    """Drive node logic with awaited calls."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = logic.throw(error) if error is not None else logic.send(result)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            result, error = await request.ainvoke(config), None
+        except Exception as exc:
+            result, error = None, exc
+
+
+def as_node(name: str, logic: LogicFactory) -> RunnableLambda[Any, Any]:
+    """Wrap generator logic ``logic(state, config, runtime)`` as a graph node runnable."""
+
+    def sync_node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return run_sync(logic(state, config, get_runtime()), config)
+
+    async def async_node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return await run_async(logic(state, config, get_runtime()), config)
+
+    return RunnableLambda(sync_node, afunc=async_node, name=name)

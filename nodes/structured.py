@@ -1,0 +1,159 @@
+"""Structured output from any chat model, degrading through three levels.
+
+1. ``native``: the schema is offered as the only tool and the model is made to call it.
+2. ``json``: provider-enforced JSON (``with_structured_output(method="json_schema")``;
+   llama.cpp turns the schema into a grammar, OpenAI uses strict JSON schema).
+3. ``text``: a plain call asking for JSON, extracted from free text, then an optional
+   regex fallback.
+
+Each level that gets an unusable reply is retried once with a reformat request; a level
+the provider rejects (or the model's profile says it lacks) is skipped. The result says
+which level succeeded and what it cost, and the number of calls never exceeds
+``max_calls``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from loopgraphs.models import capabilities
+from loopgraphs.nodes.errors import is_permanent_rejection
+from loopgraphs.nodes.parse import content_text, extract_json
+from loopgraphs.nodes.runner import ModelCall
+from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
+from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
+
+T = TypeVar("T", bound=BaseModel)
+Level = Literal["native", "json", "text", "failed"]
+LEVELS: tuple[Level, ...] = ("native", "json", "text")
+
+
+@dataclass
+class StructuredResult:
+    """Outcome of ``structured_call``."""
+
+    value: Any
+    level: Level
+    calls: int = 0
+    usage: Usage = field(default_factory=empty_usage)
+    replies: list[AIMessage] = field(default_factory=list)
+
+    def state_update(self) -> dict[str, Any]:
+        """The ``llm_calls``/``usage`` update that accounts for this call."""
+        return {"llm_calls": self.calls, "usage": self.usage}
+
+
+def available_levels(model: BaseChatModel) -> list[Level]:
+    """Levels worth trying for a model, from its profile (unknown means try)."""
+    caps = capabilities(model)
+    levels: list[Level] = []
+    if caps.tool_calling is not False:
+        levels.append("native")
+    if caps.structured_output is not False:
+        levels.append("json")
+    levels.append("text")
+    return levels
+
+
+def _validate(schema: type[T], data: Any) -> T | None:
+    if isinstance(data, schema):
+        return data
+    if isinstance(data, BaseModel):
+        data = data.model_dump()
+    if not isinstance(data, dict):
+        return None
+    try:
+        return schema.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def structured_call(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    schema: type[T],
+    *,
+    levels: list[Level] | None = None,
+    regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
+    max_calls: int = 5,
+) -> Generator[ModelCall, Any, StructuredResult]:
+    """Ask the model for an object of ``schema``, degrading native → json → text.
+
+    Args:
+        model: Any chat model.
+        messages: The prompt.
+        schema: A pydantic model; its docstring and field descriptions guide the model.
+        levels: Levels to try, in order; default from the model's profile.
+        regex_fallback: Turns a free-text reply into a dict when no JSON is found.
+        max_calls: Hard cap on model calls across all levels.
+
+    Yields:
+        Model calls.
+
+    Returns:
+        The validated object (``value``; None when every level failed), the level that
+        produced it, and the calls and tokens spent.
+    """
+    result = StructuredResult(value=None, level="failed")
+    for level in levels or available_levels(model):
+        for attempt in range(2):
+            if result.calls >= max_calls:
+                return result
+            prompt = list(messages)
+            if level == "text":
+                prompt.append(HumanMessage(STRUCTURED_TEXT_INSTRUCTION.format(schema=_schema_text(schema))))
+            if attempt:
+                prompt.append(HumanMessage(REFORMAT_JSON.format(schema=_schema_text(schema))))
+            try:
+                runnable = _runnable(model, schema, level)
+                reply = yield ModelCall(runnable, prompt)
+            except Exception as exc:
+                if is_permanent_rejection(exc) or isinstance(exc, NotImplementedError):
+                    break
+                raise
+            raw, data = _unpack(reply, level)
+            result.calls += 1
+            if raw is not None:
+                result.replies.append(raw)
+                result.usage = add_usage(result.usage, usage_of(raw))
+            value = _validate(schema, data)
+            if value is None and level == "text" and raw is not None and regex_fallback:
+                value = _validate(schema, regex_fallback(content_text(raw.content)))
+            if value is not None:
+                result.value, result.level = value, level
+                return result
+    return result
+
+
+def _schema_text(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), ensure_ascii=False)
+
+
+def _runnable(model: BaseChatModel, schema: type[BaseModel], level: Level) -> Any:
+    if level == "native":
+        return model.bind_tools([schema], tool_choice=schema.__name__)
+    if level == "json":
+        return model.with_structured_output(schema, method="json_schema", include_raw=True)
+    return model
+
+
+def _unpack(reply: Any, level: Level) -> tuple[AIMessage | None, Any]:
+    if level == "json" and isinstance(reply, dict):
+        raw = reply.get("raw")
+        parsed = reply.get("parsed")
+        if parsed is None and isinstance(raw, AIMessage):
+            parsed = extract_json(content_text(raw.content))
+        return (raw if isinstance(raw, AIMessage) else None), parsed
+    if not isinstance(reply, AIMessage):
+        return None, None
+    if level == "native":
+        calls = reply.tool_calls
+        return reply, (calls[0]["args"] if calls else extract_json(content_text(reply.content)))
+    return reply, extract_json(content_text(reply.content))

@@ -1,0 +1,110 @@
+"""State schemas and reducers shared by every loop.
+
+Every loop reads ``{"messages": [...]}`` and returns at least ``answer``, ``status``,
+``llm_calls``, ``usage`` and ``messages``. Counters use reducers so that nodes running
+concurrently (tool calls, branches, claims) add up instead of overwriting each other.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
+from typing_extensions import TypedDict
+
+Status = Literal["running", "completed", "max_iterations", "error"]
+ToolMode = Literal["auto", "native", "json", "text"]
+TOOL_MODES: tuple[str, ...] = ("auto", "native", "json", "text")
+
+
+class Usage(TypedDict):
+    """Token usage summed over every model call of a run."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+def empty_usage() -> Usage:
+    """Return a usage record with every counter at zero."""
+    return {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
+
+
+def add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """Reducer: add two usage records field by field."""
+    total = empty_usage()
+    for part in (left, right):
+        if part:
+            for key in total:
+                total[key] += int(part.get(key, 0) or 0)  # type: ignore[literal-required]
+    return total
+
+
+def usage_of(message: Any) -> Usage:
+    """Read the provider's usage metadata from one model reply."""
+    meta = getattr(message, "usage_metadata", None) or {}
+    details = meta.get("input_token_details") or {}
+    return {
+        "input_tokens": int(meta.get("input_tokens", 0) or 0),
+        "output_tokens": int(meta.get("output_tokens", 0) or 0),
+        "cached_tokens": int(details.get("cache_read", 0) or 0),
+    }
+
+
+def merge_dict(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer: merge two dictionaries, the right one winning on equal keys."""
+    return {**(left or {}), **(right or {})}
+
+
+class InputState(TypedDict):
+    """What a caller passes in: the conversation so far."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class OutputState(TypedDict, total=False):
+    """What every loop returns."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    answer: str
+    status: Status
+    error: str
+    llm_calls: Annotated[int, operator.add]
+    usage: Annotated[Usage, add_usage]
+    tool_mode: str
+
+
+class LoopState(InputState, total=False):
+    """Fields shared by every loop; each loop extends it with its own."""
+
+    answer: str
+    status: Status
+    error: str
+    llm_calls: Annotated[int, operator.add]
+    usage: Annotated[Usage, add_usage]
+    tool_mode: str
+    fence: str
+    remaining_steps: RemainingSteps
+
+
+class ReActState(LoopState, total=False):
+    """State of the ReAct loop (and of every loop that runs ReAct inside)."""
+
+    iterations: int
+    pending: list[dict[str, Any]]
+    tool_history: Annotated[dict[str, str], merge_dict]
+    selected_tools: list[str]
+    reformat: bool
+    transcript_start: int
+
+
+def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
+    """State update that records model calls and their token usage."""
+    replies = message if isinstance(message, list) else [message]
+    usage = empty_usage()
+    for reply in replies:
+        usage = add_usage(usage, usage_of(reply))
+    return {"llm_calls": len(replies), "usage": usage}

@@ -1,0 +1,43 @@
+"""Helpers that write scripted replies in each tool mode's grammar."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.types import RetryPolicy
+
+from loopgraphs.nodes.errors import is_transient
+from tests.fakes import ScriptedChatModel, calls, tool_call
+
+MODES = ("native", "json", "text")
+FAST_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)
+
+
+def act(mode: str, name: str, args: dict[str, Any], *, thought: str = "I need a tool.") -> Any:
+    """A reply calling one tool, in the grammar of ``mode``."""
+    if mode == "native":
+        return calls(tool_call(name, args))
+    if mode == "json":
+        return json.dumps({"thought": thought, "action": name, "action_input": args})
+    return f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+def final(mode: str, answer: str) -> Any:
+    """A reply giving the final answer, in the grammar of ``mode``."""
+    if mode == "native":
+        return AIMessage(content=answer)
+    if mode == "json":
+        return json.dumps({"thought": "Done.", "action": "final_answer", "action_input": answer})
+    return f"Thought: I can answer now.\nFINAL_ANSWER: {answer}"
+
+
+def model_for(mode: str, replies: list[Any], **kwargs: Any) -> ScriptedChatModel:
+    """A scripted model whose profile matches ``mode``."""
+    profile = {
+        "native": {"tool_calling": True, "structured_output": True},
+        "json": {"tool_calling": False, "structured_output": True},
+        "text": {"tool_calling": False, "structured_output": False},
+    }[mode]
+    return ScriptedChatModel(replies=replies, profile=profile, **kwargs)

@@ -1,0 +1,333 @@
+"""ReAct scenarios in every tool mode, on the scripted model."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from loopgraphs import create_react_graph
+from loopgraphs.nodes.parse import content_text
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+def transcript(out: dict) -> str:
+    return "\n".join(content_text(m.content) for m in out["messages"])
+
+
+def build(mode: str, replies: list, tools=None, **kwargs):
+    model = model_for(mode, replies, **kwargs.pop("model_kwargs", {}))
+    graph = create_react_graph(
+        model, tools if tools is not None else [multiply], tool_mode=mode, retry_policy=FAST_RETRY, **kwargs
+    )
+    return model, graph
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_happy_path_two_calls(mode):
+    model, graph = build(mode, [act(mode, "multiply", {"a": 17, "b": 19}), final(mode, "323")])
+    out = graph.invoke({"messages": [("user", "What is 17*19?")]})
+    assert out["answer"] == "323"
+    assert out["status"] == "completed"
+    assert out["llm_calls"] == 2 == model.call_count
+    assert out["tool_mode"] == mode
+    assert "323" in transcript(out)
+    assert out["usage"]["input_tokens"] > 0 and out["usage"]["output_tokens"] > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_direct_answer_one_call_async(mode):
+    model, graph = build(mode, [final(mode, "Paris")])
+    out = await graph.ainvoke({"messages": [("user", "Capital of France?")]})
+    assert (out["answer"], out["status"], out["llm_calls"]) == ("Paris", "completed", 1)
+
+
+def test_no_tools_is_plain_chat():
+    model = ScriptedChatModel(replies=["Hello there."])
+    out = create_react_graph(model).invoke({"messages": [("user", "hi")]})
+    assert out["answer"] == "Hello there."
+    assert out["tool_mode"] == "none"
+    assert model.tool_sets == []
+
+
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_final_answer_wins_over_action(mode):
+    reply = (
+        "Thought: done\nAction: multiply\nAction Input: {\"a\": 1, \"b\": 2}\nFINAL_ANSWER: 42"
+    )
+    ran = []
+
+    def probe(x: str) -> str:
+        """Record a call."""
+        ran.append(x)
+        return x
+
+    model, graph = build(mode, [reply], tools=[probe])
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["answer"] == "42" and ran == []
+
+
+def test_multiline_json_action_input():
+    reply = 'Thought: compute\nAction: multiply\nAction Input: {\n  "a": 6,\n  "b": 7\n}\n'
+    model, graph = build("text", [reply, final("text", "42")])
+    out = graph.invoke({"messages": [("user", "6*7?")]})
+    assert "Observation:" in content_text(model.prompts[1][-1].content)
+    assert "42" in content_text(model.prompts[1][-1].content)
+    assert out["answer"] == "42"
+
+
+def test_invalid_json_then_recovery():
+    model, graph = build(
+        "json", ["I think I'll multiply", act("json", "multiply", {"a": 2, "b": 3}), final("json", "6")]
+    )
+    out = graph.invoke({"messages": [("user", "2*3?")]})
+    assert out["answer"] == "6" and out["status"] == "completed"
+    assert out["llm_calls"] == 3
+    assert "could not be parsed" in content_text(model.prompts[1][-1].content)
+
+
+def test_text_mode_without_action_returns_reply_as_is():
+    model, graph = build("text", ["Just an answer with no markers."])
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["answer"] == "Just an answer with no markers."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_tool_becomes_observation(mode):
+    model, graph = build(mode, [act(mode, "divide", {"a": 1}), final(mode, "sorry")])
+    out = graph.invoke({"messages": [("user", "q")]})
+    seen = content_text(model.prompts[1][-1].content)
+    assert "unknown tool 'divide'" in seen and "multiply" in seen
+    assert out["answer"] == "sorry"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_arguments_become_observation(mode):
+    model, graph = build(mode, [act(mode, "multiply", {"a": "x"}), final(mode, "oops")])
+    graph.invoke({"messages": [("user", "q")]})
+    seen = content_text(model.prompts[1][-1].content)
+    assert "invalid arguments" in seen and "b" in seen
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_exception_becomes_observation(mode):
+    def explode(x: str) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    model, graph = build(mode, [act(mode, "explode", {"x": "1"}), final(mode, "gave up")], tools=[explode])
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert "RuntimeError: disk on fire" in content_text(model.prompts[1][-1].content)
+    assert out["status"] == "completed"
+
+
+def test_tool_timeout_becomes_observation():
+    def slow(x: str) -> str:
+        """Sleeps."""
+        time.sleep(2)
+        return x
+
+    model, graph = build("native", [act("native", "slow", {"x": "1"}), final("native", "ok")], tools=[slow], tool_timeout=0.2)
+    started = time.monotonic()
+    graph.invoke({"messages": [("user", "q")]})
+    assert "timed out after 0.2 s" in content_text(model.prompts[1][-1].content)
+    assert time.monotonic() - started < 1.9
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+async def test_parallel_tool_calls_overlap(run_async):
+    active = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    @tool
+    def wait(label: str) -> str:
+        """Wait a little and echo the label."""
+        with lock:
+            active["now"] += 1
+            active["max"] = max(active["max"], active["now"])
+        time.sleep(0.3)
+        with lock:
+            active["now"] -= 1
+        return f"done {label}"
+
+    reply = calls(*(tool_call("wait", {"label": str(i)}, id=f"c{i}") for i in range(4)))
+    model, graph = build("native", [reply, final("native", "all done")], tools=[wait])
+    inputs = {"messages": [("user", "go")]}
+    out = await graph.ainvoke(inputs) if run_async else graph.invoke(inputs)
+    assert active["max"] == 4
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["c0", "c1", "c2", "c3"]
+    assert [("done " + str(i)) in m.content for i, m in enumerate(results)] == [True] * 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_repeated_identical_call_is_not_run_again(mode):
+    ran = []
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        ran.append(key)
+        return f"value of {key}"
+
+    script = [act(mode, "lookup", {"key": "k"}), act(mode, "lookup", {"key": "k"}), final(mode, "v")]
+    model, graph = build(mode, script, tools=[lookup])
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert ran == ["k"]
+    assert "already called lookup" in content_text(model.prompts[2][-1].content)
+    assert out["answer"] == "v"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_iterations_asks_once_for_final_answer(mode):
+    counter = iter(range(10_000))
+
+    def never_stop(messages):
+        if "used all the steps" in content_text(messages[-1].content):
+            return final(mode, "best guess")
+        return act(mode, "multiply", {"a": next(counter), "b": 1})
+
+    model, graph = build(mode, [never_stop], max_iterations=3, model_kwargs={"repeat_last": True})
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "max_iterations"
+    assert out["answer"] == "best guess"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_small_recursion_limit_never_raises():
+    counter = iter(range(10_000))
+    model, graph = build(
+        "native",
+        [lambda m: act("native", "multiply", {"a": next(counter), "b": 2})],
+        max_iterations=50,
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke({"messages": [("user", "q")]}, {"recursion_limit": 12})
+    assert out["status"] == "max_iterations"
+    assert out["llm_calls"] == model.call_count
+
+
+def test_provider_rejecting_tools_falls_back_to_json():
+    model = ScriptedChatModel(
+        replies=["(rejected)", act("json", "multiply", {"a": 2, "b": 2}), final("json", "4")],
+        rejects_tools=True,
+    )
+    out = create_react_graph(model, [multiply], retry_policy=FAST_RETRY).invoke({"messages": [("user", "2*2")]})
+    assert out["tool_mode"] == "json"
+    assert out["answer"] == "4"
+    assert out["llm_calls"] == 2
+
+
+def test_transient_errors_are_retried():
+    model, graph = build(
+        "native", [ProviderError(503, "overloaded"), ConnectionError("reset"), final("native", "fine")]
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "completed" and out["answer"] == "fine"
+    assert out["llm_calls"] == 1
+
+
+def test_permanent_error_ends_with_status_error():
+    model, graph = build("native", [ProviderError(401, "invalid api key")])
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "error"
+    assert "invalid api key" in out["error"] and "401" in out["error"]
+    assert model.call_count == 1
+
+
+def test_transient_errors_exhausting_retries_end_with_status_error():
+    model, graph = build("native", [ProviderError(429, "slow down")], model_kwargs={"repeat_last": True})
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "error" and "429" in out["error"]
+    assert model.call_count == FAST_RETRY.max_attempts
+
+
+def test_callers_messages_are_not_mutated():
+    history = [HumanMessage("What is 2*3?")]
+    model, graph = build("native", [act("native", "multiply", {"a": 2, "b": 3}), final("native", "6")])
+    out = graph.invoke({"messages": history})
+    assert len(history) == 1 and len(out["messages"]) == 4
+
+
+def test_empty_input_is_a_clear_error():
+    model, graph = build("native", [])
+    out = graph.invoke({"messages": []})
+    assert out["status"] == "error" and "no messages" in out["error"]
+    assert model.call_count == 0
+
+
+def numbered_tools(count: int) -> list:
+    def make(i):
+        def fn(x: str) -> str:
+            return f"tool {i}: {x}"
+
+        fn.__name__ = f"tool_{i}"
+        fn.__doc__ = f"Tool number {i}."
+        return fn
+
+    return [make(i) for i in range(count)]
+
+
+def test_tool_selection_above_twelve_tools():
+    selection = calls(tool_call("ToolSelection", {"tools": ["tool_3", "tool_7"]}))
+    model, graph = build("native", [selection, final("native", "done")], tools=numbered_tools(15))
+    out = graph.invoke({"messages": [("user", "use tool 3")]})
+    assert out["selected_tools"] == ["tool_3", "tool_7"]
+    assert model.tool_sets[-1] == ["tool_3", "tool_7"]
+    assert out["llm_calls"] == 2
+
+
+def test_tool_selection_failure_keeps_all_tools():
+    model, graph = build(
+        "native", ["no idea", "still no idea", final("native", "done")], tools=numbered_tools(13)
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert len(model.tool_sets[-1]) == 13
+    assert out["llm_calls"] == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"tool_mode": "xml"}, ValueError, "tool_mode"),
+        ({"max_iterations": 0}, ValueError, "max_iterations"),
+        ({"max_iterations": "5"}, TypeError, "max_iterations"),
+        ({"tool_timeout": -1}, ValueError, "tool_timeout"),
+        ({"interrupt_before_tools": ["nope"]}, ValueError, "interrupt_before_tools"),
+    ],
+)
+def test_bad_factory_arguments(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        create_react_graph(ScriptedChatModel(replies=[]), [multiply], **kwargs)
+
+
+def test_model_must_be_a_chat_model():
+    with pytest.raises(TypeError, match="model must be"):
+        create_react_graph(42, [multiply])
+    with pytest.raises(TypeError, match=r"tools\[1\]"):
+        create_react_graph(ScriptedChatModel(replies=[]), [multiply, 3])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_graph_shape_snapshot(mode):
+    _, graph = build(mode, [])
+    drawing = graph.get_graph().draw_mermaid()
+    expected = (SNAPSHOTS / "react.mmd").read_text()
+    assert drawing == expected
+
+
+def test_streaming_updates_show_each_step():
+    model, graph = build("native", [act("native", "multiply", {"a": 3, "b": 3}), final("native", "9")])
+    nodes = [next(iter(chunk)) for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")]
+    assert nodes == ["prepare", "generate", "parse", "call_tool", "generate", "parse"]
