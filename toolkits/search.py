@@ -1,0 +1,181 @@
+"""Full-text search tool over a small corpus, backed by SQLite FTS5.
+
+Each tool owns an in-memory database built once when the tool is made. User queries are
+never passed to FTS5 as written: word tokens are extracted, quoted and joined with ``OR``,
+so any input string (including FTS5 operators, quotes or emoji) is safe to search for.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from loopgraphs.toolkits.knowledge import documents
+
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_TERMS = 32
+TITLE_WEIGHT = 10.0
+
+SEARCH_DESCRIPTION = (
+    "Search the knowledge base for facts about people, places and organisations. "
+    "Input: a short query such as a name."
+)
+
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "did",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+    }
+)
+
+_WORD = re.compile(r"\w+")
+
+
+class SearchInput(BaseModel):
+    """Arguments of a search tool."""
+
+    query: str = Field(description="What to look for, e.g. a name or a few keywords.")
+
+
+def build_match_expression(query: str) -> str:
+    """Turn arbitrary user text into a safe FTS5 ``MATCH`` expression.
+
+    Word tokens are lower-cased, deduplicated, stripped of stop-words (unless nothing else is
+    left), quoted and joined with ``OR`` so documents matching some of the words still rank.
+
+    Args:
+        query: Any text; only the first ``MAX_QUERY_CHARS`` characters are used.
+
+    Returns:
+        The expression, or an empty string when the query contains no word at all.
+    """
+    tokens = list(dict.fromkeys(t.lower() for t in _WORD.findall(query[:MAX_QUERY_CHARS])))
+    content = [t for t in tokens if t not in STOP_WORDS]
+    terms = (content or tokens)[:MAX_QUERY_TERMS]
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def _normalise_corpus(
+    corpus: Sequence[tuple[str, str]] | Sequence[str] | None,
+) -> list[tuple[str, str]]:
+    if corpus is None:
+        return documents()
+    if isinstance(corpus, str):
+        raise TypeError("corpus must be a sequence of documents, not a single string")
+    result: list[tuple[str, str]] = []
+    for index, item in enumerate(corpus):
+        if isinstance(item, str):
+            result.append((f"doc {index + 1}", item))
+        elif (
+            isinstance(item, tuple)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], str)
+        ):
+            result.append((item[0], item[1]))
+        else:
+            raise TypeError(
+                f"corpus[{index}] must be a string or a (title, text) tuple of strings, "
+                f"got {type(item).__name__}"
+            )
+    if not result:
+        raise ValueError("corpus must contain at least one document")
+    return result
+
+
+class _Index:
+    """An in-memory FTS5 index that may be queried from several threads."""
+
+    def __init__(self, docs: Sequence[tuple[str, str]]) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._db.execute(
+            "CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='unicode61 "
+            "remove_diacritics 2')"
+        )
+        self._db.executemany("INSERT INTO docs (title, body) VALUES (?, ?)", docs)
+        self._db.commit()
+
+    def search(self, expression: str, k: int) -> list[tuple[str, str]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT title, body FROM docs WHERE docs MATCH ? "
+                "ORDER BY bm25(docs, ?, 1.0) LIMIT ?",
+                (expression, TITLE_WEIGHT, k),
+            ).fetchall()
+        return [(str(title), str(body)) for title, body in rows]
+
+
+def make_search_tool(
+    corpus: Sequence[tuple[str, str]] | Sequence[str] | None = None,
+    *,
+    k: int = 3,
+    name: str = "search",
+    description: str = SEARCH_DESCRIPTION,
+) -> BaseTool:
+    """Make a full-text search tool over a corpus.
+
+    Args:
+        corpus: ``(title, text)`` pairs, or plain strings (titled ``"doc 1"``, ``"doc 2"``...).
+            ``None`` searches the bundled knowledge base documents.
+        k: How many documents a search returns at most.
+        name: The tool name.
+        description: The tool description shown to the model.
+
+    Returns:
+        A tool taking ``query: str`` and returning the best ``k`` documents, ranked by BM25,
+        as ``"title: text"`` blocks separated by blank lines, or a message when nothing
+        matches. It never raises for any query string.
+
+    Raises:
+        ValueError: If ``k`` is below 1 or the corpus is empty.
+        TypeError: If a corpus item is neither a string nor a pair of strings.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    index = _Index(_normalise_corpus(corpus))
+
+    def search(query: str) -> str:
+        shown = query if len(query) <= 60 else f"{query[:57]}..."
+        expression = build_match_expression(query)
+        if not expression:
+            return f"No results for {shown!r}: the query contains no searchable words."
+        try:
+            hits = index.search(expression, k)
+        except sqlite3.Error as exc:
+            return f"Error: search failed for {shown!r}: {exc}"
+        if not hits:
+            return f"No results for {shown!r}."
+        return "\n\n".join(f"{title}: {text}" for title, text in hits)
+
+    return StructuredTool.from_function(
+        func=search, name=name, description=description, args_schema=SearchInput
+    )
