@@ -1,6 +1,7 @@
 """loopgraphs: proven agent loops as compiled LangGraph graphs, for any chat model."""
 
 from loopgraphs.graphs.react import create_react_graph
+from loopgraphs.graphs.tot import create_tot_graph
 from loopgraphs.graphs.registry import LOOPS, build_loop
 from loopgraphs.models import load_model
 from loopgraphs.state import Usage
@@ -10,5 +11,6 @@ __all__ = [
     "Usage",
     "build_loop",
     "create_react_graph",
+    "create_tot_graph",
     "load_model",
 ]

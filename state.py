@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 Status = Literal["running", "completed", "max_iterations", "error"]
@@ -108,3 +109,25 @@ def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     for reply in replies:
         usage = add_usage(usage, usage_of(reply))
     return {"llm_calls": len(replies), "usage": usage}
+
+
+def start_run(state: dict[str, Any], fence: str) -> dict[str, Any]:
+    """Update for a loop's first node: reset per-run counters and check the input.
+
+    Counters are overwritten (not added to) so that a new run on an existing thread
+    reports only its own calls and tokens.
+    """
+    update: dict[str, Any] = {
+        "llm_calls": Overwrite(0),
+        "usage": Overwrite(empty_usage()),
+        "status": "running",
+        "answer": "",
+        "error": "",
+        "fence": fence,
+    }
+    if not state.get("messages"):
+        update.update(
+            status="error",
+            error="the input has no messages: pass {'messages': [('user', 'your question')]}",
+        )
+    return update

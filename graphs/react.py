@@ -44,13 +44,14 @@ from loopgraphs.nodes.parse import (
 from loopgraphs.nodes.runner import Logic, ModelCall, as_node
 from loopgraphs.nodes.settings import LoopSettings, ToolsArg, make_settings
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.state import InputState, ReActState, counted, empty_usage
+from loopgraphs.state import InputState, ReActState, counted, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
 SYNTHESIS_TOOL_CHARS = 2000
 STEPS_TO_FINISH = 4
+THOUGHT_MAX_CHARS = 300
 
 
 def resolve_mode(settings: LoopSettings) -> str:
@@ -86,19 +87,28 @@ def system_prompt(settings: LoopSettings, registry: ToolRegistry, mode: str) -> 
 
 
 def action_schema(registry: ToolRegistry) -> dict[str, Any]:
-    """JSON schema of one ReAct step, with ``action`` an enum of the tool names."""
-    inputs = [schema["parameters"] for schema in registry.schemas()]
+    """JSON schema of one ReAct step: one alternative per tool, linking ``action`` to that
+    tool's arguments, plus the final answer. Constrained decoding against it lets even a
+    very small model produce only valid actions."""
+    thought = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}
+
+    def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "thought": thought,
+                "action": {"const": action},
+                "action_input": action_input,
+            },
+            "required": ["thought", "action", "action_input"],
+            "additionalProperties": False,
+        }
+
+    tools = [step(schema["name"], schema["parameters"]) for schema in registry.schemas()]
     return {
-        "title": "react_step",
+        "name": "react_step",
         "description": "One step: call a tool, or give the final answer.",
-        "type": "object",
-        "properties": {
-            "thought": {"type": "string"},
-            "action": {"type": "string", "enum": [*registry.names, "final_answer"]},
-            "action_input": {"anyOf": [*inputs, {"type": "string"}]},
-        },
-        "required": ["thought", "action", "action_input"],
-        "additionalProperties": False,
+        "schema": {"anyOf": [*tools, step("final_answer", {"type": "string"})]},
     }
 
 
@@ -128,7 +138,8 @@ def react_turn(
     if mode == "native":
         try:
             reply, update = yield from call_model(
-                model.bind_tools(registry.tools), [system_prompt(settings, registry, mode), *history]
+                model.bind_tools(registry.tools),
+                [system_prompt(settings, registry, mode), *history],
             )
             return {**update, "messages": [reply], "tool_mode": mode}
         except Exception as exc:
@@ -140,14 +151,18 @@ def react_turn(
             structured = model.with_structured_output(
                 action_schema(registry), method="json_schema", include_raw=True
             )
-            output = yield ModelCall(structured, [system_prompt(settings, registry, mode), *history])
+            output = yield ModelCall(
+                structured, [system_prompt(settings, registry, mode), *history]
+            )
         except Exception as exc:
             if not _rejected(exc):
                 raise
         else:
             reply = _json_reply(output)
             return {**counted(reply), "messages": [reply], "tool_mode": mode}
-    reply, update = yield from call_model(model, [system_prompt(settings, registry, mode), *history])
+    reply, update = yield from call_model(
+        model, [system_prompt(settings, registry, mode), *history]
+    )
     return {**update, "messages": [reply], "tool_mode": mode}
 
 
@@ -159,7 +174,9 @@ def interpret(mode: str, reply: AIMessage) -> Step:
             return Step("action")
         return Step("final", answer=final_answer_of(text))
     primary, secondary = (
-        (parse_json_text, parse_react_text) if mode == "json" else (parse_react_text, parse_json_text)
+        (parse_json_text, parse_react_text)
+        if mode == "json"
+        else (parse_react_text, parse_json_text)
     )
     step = primary(text)
     return step if step.kind != "none" else secondary(text)
@@ -187,7 +204,10 @@ def review_requests(
                 for i in flagged
             ],
             "review_configs": [
-                {"action_name": requests[i].name, "allowed_decisions": ["approve", "edit", "reject"]}
+                {
+                    "action_name": requests[i].name,
+                    "allowed_decisions": ["approve", "edit", "reject"],
+                }
                 for i in flagged
             ],
         }
@@ -258,25 +278,15 @@ def build_react(
     def prepare(state: ReActState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
         reset: dict[str, Any] = {
-            "llm_calls": Overwrite(0),
-            "usage": Overwrite(empty_usage()),
+            **start_run(state, new_fence()),
             "tool_history": Overwrite({}),
-            "status": "running",
-            "answer": "",
-            "error": "",
             "iterations": 0,
             "pending": [],
             "selected_tools": [],
             "reformat": False,
-            "fence": new_fence(),
             "tool_mode": resolve_mode(run),
             "transcript_start": len(state.get("messages", [])),
         }
-        if not state.get("messages"):
-            reset.update(
-                status="error",
-                error="the input has no messages: pass {'messages': [('user', 'your question')]}",
-            )
         return reset
 
     def select_tools(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -290,7 +300,9 @@ def build_react(
         prompt = prompts.SELECT_TOOLS.format(
             limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request
         )
-        result = yield from structured_call(run.chat_model, [HumanMessage(prompt)], choice, max_calls=2)
+        result = yield from structured_call(
+            run.chat_model, [HumanMessage(prompt)], choice, max_calls=2
+        )
         chosen = [name for name in dict.fromkeys(getattr(result.value, "tools", []) or [])]
         return {**result.state_update(), "selected_tools": chosen[:TOOL_SELECTION_MAX]}
 
@@ -308,7 +320,10 @@ def build_react(
             return {"status": "completed", "answer": content_text(reply.content).strip()}
         step = interpret(mode, reply)
         if mode == "native" and reply.tool_calls:
-            pending = [{"id": c.get("id") or "", "name": c["name"], "args": c["args"]} for c in reply.tool_calls]
+            pending = [
+                {"id": c.get("id") or "", "name": c["name"], "args": c["args"]}
+                for c in reply.tool_calls
+            ]
             return {"pending": pending, "reformat": False}
         if step.kind == "final":
             return {"status": "completed", "answer": step.answer, "reformat": False}
@@ -326,7 +341,9 @@ def build_react(
 
     def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        requests = [ToolRequest(p["name"], p["args"], p.get("id", "")) for p in state.get("pending", [])]
+        requests = [
+            ToolRequest(p["name"], p["args"], p.get("id", "")) for p in state.get("pending", [])
+        ]
         observations, history = yield from execute_requests(run, state, requests)
         messages: list[AnyMessage]
         if state.get("tool_mode") == "native":
@@ -369,13 +386,19 @@ def build_react(
         question = content_text(state["messages"][start - 1].content) if start else ""
         prompt = [
             SystemMessage(prompts.SYNTHESIZE_SYSTEM),
-            HumanMessage(prompts.SYNTHESIZE_USER.format(question=question, trace=trace, draft=state.get("answer", ""))),
+            HumanMessage(
+                prompts.SYNTHESIZE_USER.format(
+                    question=question, trace=trace, draft=state.get("answer", "")
+                )
+            ),
         ]
         reply, update = yield from call_model(run.chat_model, prompt)
         text = content_text(reply.content).strip()
         return {**update, "answer": text or state.get("answer", "")}
 
-    def route_start(state: dict[str, Any], runtime: Runtime[Any]) -> Literal["select_tools", "generate", "__end__"]:
+    def route_start(
+        state: dict[str, Any], runtime: Runtime[Any]
+    ) -> Literal["select_tools", "generate", "__end__"]:
         if state.get("status") == "error":
             return END
         if len(settings.for_run(runtime).tools) > TOOL_SELECTION_THRESHOLD:
@@ -396,10 +419,14 @@ def build_react(
             return "call_tool"
         return _next_turn(state, runtime)
 
-    def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> Literal["generate", "final_answer"]:
+    def route_tools(
+        state: dict[str, Any], runtime: Runtime[Any]
+    ) -> Literal["generate", "final_answer"]:
         return _next_turn(state, runtime)
 
-    def _next_turn(state: dict[str, Any], runtime: Runtime[Any]) -> Literal["generate", "final_answer"]:
+    def _next_turn(
+        state: dict[str, Any], runtime: Runtime[Any]
+    ) -> Literal["generate", "final_answer"]:
         run = settings.for_run(runtime)
         if state.get("iterations", 0) >= run.max_iterations:
             return "final_answer"
@@ -413,11 +440,15 @@ def build_react(
     policy: RetryPolicy | None = settings.retry_policy
     builder = StateGraph(ReActState, input_schema=InputState, context_schema=LoopContext)
     builder.add_node("prepare", prepare)
-    builder.add_node("select_tools", as_node("select_tools", guard(select_tools, policy)), retry_policy=policy)
+    builder.add_node(
+        "select_tools", as_node("select_tools", guard(select_tools, policy)), retry_policy=policy
+    )
     builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
     builder.add_node("parse", parse)
     builder.add_node("call_tool", as_node("call_tool", call_tool))
-    builder.add_node("final_answer", as_node("final_answer", guard(final_answer, policy)), retry_policy=policy)
+    builder.add_node(
+        "final_answer", as_node("final_answer", guard(final_answer, policy)), retry_policy=policy
+    )
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", route_start)
     builder.add_edge("select_tools", "generate")
@@ -428,7 +459,9 @@ def build_react(
     )
     builder.add_conditional_edges("call_tool", route_tools)
     if synthesize_answer:
-        builder.add_node("synthesize", as_node("synthesize", guard(synthesize, policy)), retry_policy=policy)
+        builder.add_node(
+            "synthesize", as_node("synthesize", guard(synthesize, policy)), retry_policy=policy
+        )
         builder.add_conditional_edges("final_answer", route_final)
         builder.add_edge("synthesize", END)
     else:
@@ -444,7 +477,9 @@ def synthesis_trace(messages: Sequence[AnyMessage]) -> str:
         if isinstance(message, ToolMessage) or text.startswith("Observation:"):
             lines.append(f"Tool result: {text[:SYNTHESIS_TOOL_CHARS]}")
         elif isinstance(message, AIMessage):
-            calls = ", ".join(f"{c['name']}({json.dumps(c['args'], default=str)})" for c in message.tool_calls)
+            calls = ", ".join(
+                f"{c['name']}({json.dumps(c['args'], default=str)})" for c in message.tool_calls
+            )
             lines.append(f"Assistant: {text}" + (f" [calls: {calls}]" if calls else ""))
     return "\n".join(lines)
 

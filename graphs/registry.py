@@ -8,9 +8,21 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from loopgraphs.graphs.react import create_react_graph
+from loopgraphs.graphs.tot import create_tot_graph
 
 LOOPS: dict[str, Callable[..., CompiledStateGraph[Any, Any, Any, Any]]] = {
     "react": create_react_graph,
+    "tot": create_tot_graph,
+}
+
+LOOP_SUMMARIES: dict[str, str] = {
+    "cot": "no tools needed: arithmetic, logic, step-by-step reasoning; the cheapest (1 call)",
+    "react": "general assistant that uses tools, one decision at a time",
+    "plan_execute": "multi-step tasks with distinct sub-goals; an auditable plan first",
+    "reflexion": "correctness matters and a first attempt may fail: retry with self-critique",
+    "self_ask": "multi-hop questions answered by chaining simple look-ups",
+    "critic": "answers with checkable facts: draft, verify claims with tools, revise",
+    "tot": "several competing strategies: explore branches, keep the best (beam search)",
 }
 
 

@@ -48,10 +48,14 @@ def is_transient(exc: BaseException) -> bool:
     )
 
 
+REJECTION_STATUS = frozenset({400, 404, 405, 415, 422, 501})
+
+
 def is_permanent_rejection(exc: BaseException) -> bool:
-    """True when the provider refused the request itself (4xx other than rate limits)."""
-    code = status_code(exc)
-    return code is not None and 400 <= code < 500 and code not in TRANSIENT_STATUS
+    """True when the provider refused the request's form (an unsupported parameter such as
+    ``tools`` or ``response_format``), so another form may work. Authentication and
+    permission errors are not rejections of the form: they end the run."""
+    return status_code(exc) in REJECTION_STATUS
 
 
 def default_retry_policy(max_attempts: int = 3) -> RetryPolicy:

@@ -37,6 +37,20 @@ class ModelCall:
 
 
 @dataclass(frozen=True)
+class Call:
+    """One call of any runnable (a compiled subgraph, say) with an arbitrary input."""
+
+    runnable: Runnable[Any, Any]
+    input: Any
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        return self.runnable.invoke(self.input, config)
+
+    async def ainvoke(self, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(self.input, config)
+
+
+@dataclass(frozen=True)
 class ModelBatch:
     """Several model calls run concurrently; each result is a reply or the exception raised."""
 
@@ -49,7 +63,9 @@ class ModelBatch:
 
     async def ainvoke(self, config: RunnableConfig) -> list[Any]:
         return list(
-            await asyncio.gather(*(call.ainvoke(config) for call in self.calls), return_exceptions=True)
+            await asyncio.gather(
+                *(call.ainvoke(config) for call in self.calls), return_exceptions=True
+            )
         )
 
 
@@ -103,7 +119,7 @@ def _capture(func: Callable[..., Any], *args: Any) -> Any:
         return exc
 
 
-Request = ModelCall | ModelBatch | JobBatch
+Request = ModelCall | Call | ModelBatch | JobBatch
 Logic = Generator[Request, Any, dict[str, Any]]
 LogicFactory = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
 

@@ -102,22 +102,26 @@ def structured_call(
         produced it, and the calls and tokens spent.
     """
     result = StructuredResult(value=None, level="failed")
+    rejection: BaseException | None = None
     for level in levels or available_levels(model):
         for attempt in range(2):
             if result.calls >= max_calls:
                 return result
             prompt = list(messages)
             if level == "text":
-                prompt.append(HumanMessage(STRUCTURED_TEXT_INSTRUCTION.format(schema=_schema_text(schema))))
+                prompt.append(
+                    HumanMessage(STRUCTURED_TEXT_INSTRUCTION.format(schema=_schema_text(schema)))
+                )
             if attempt:
                 prompt.append(HumanMessage(REFORMAT_JSON.format(schema=_schema_text(schema))))
             try:
                 runnable = _runnable(model, schema, level)
                 reply = yield ModelCall(runnable, prompt)
             except Exception as exc:
-                if is_permanent_rejection(exc) or isinstance(exc, NotImplementedError):
-                    break
-                raise
+                if not (is_permanent_rejection(exc) or isinstance(exc, NotImplementedError)):
+                    raise
+                rejection = exc
+                break
             raw, data = _unpack(reply, level)
             result.calls += 1
             if raw is not None:
@@ -129,6 +133,8 @@ def structured_call(
             if value is not None:
                 result.value, result.level = value, level
                 return result
+    if rejection is not None and result.calls == 0:
+        raise rejection
     return result
 
 

@@ -1,0 +1,394 @@
+"""The ``loopgraphs`` command: run, list, draw, demo and evaluate the loops."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import uuid
+from collections.abc import Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from rich.console import Console
+from rich.panel import Panel
+from rich.prompt import Prompt
+from rich.table import Table
+
+from loopgraphs.graphs.registry import LOOP_SUMMARIES, LOOPS, build_loop
+from loopgraphs.models import describe_model, load_model
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.toolkits.registry import BUILTIN_TOOLKITS, get_tools
+
+DB_ENV = "LOOPGRAPHS_DB"
+TOOL_LOOPS = frozenset(LOOPS) - {"cot", "tot"}
+DEMO_QUESTIONS = (
+    "What is 17 * 19 + 4?",
+    "Who founded Quillmark Instruments?",
+)
+SHOWN_CHARS = 600
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def default_db() -> Path:
+    """Where the CLI keeps its SQLite checkpoints."""
+    return Path(os.environ.get(DB_ENV) or Path.home() / ".loopgraphs" / "checkpoints.sqlite")
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """Parse ``key=value`` into a typed loop option (int, float, bool, or string)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise CliError(f"--option expects key=value, got {text!r}")
+    value: Any = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+                break
+            except ValueError:
+                continue
+    return key.strip().replace("-", "_"), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``loopgraphs`` command."""
+    parser = argparse.ArgumentParser(prog="loopgraphs", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a loop on a question, showing each step live")
+    run.add_argument("loop", help=f"one of: {', '.join(LOOPS)}")
+    run.add_argument("question", nargs="?", help="the question (omit to resume a thread)")
+    add_model_arguments(run)
+    run.add_argument(
+        "--tools",
+        default="calculator,search",
+        help="comma-separated built-in tools, or '' for none",
+    )
+    run.add_argument("--files-root", default=".", help="root directory of the files tools")
+    run.add_argument("--tool-mode", default="auto", choices=["auto", "native", "json", "text"])
+    run.add_argument("--max-iterations", type=int, help="budget of the loop's main cycle")
+    run.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a loop option, e.g. n_branches=2",
+    )
+    run.add_argument("--thread", help="thread id: continue a conversation or resume a run")
+    run.add_argument(
+        "--db",
+        type=Path,
+        help=f"SQLite checkpoint file (default ${DB_ENV} or ~/.loopgraphs/checkpoints.sqlite)",
+    )
+    run.add_argument(
+        "--approve-tools", action="store_true", help="ask at the terminal before each tool call"
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the result as JSON instead of live steps"
+    )
+
+    sub.add_parser("list", help="list the loops and when to use each")
+    draw = sub.add_parser("draw", help="print a loop's graph as Mermaid")
+    draw.add_argument("loop")
+
+    demo = sub.add_parser("demo", help="run ReAct on the local model on two sample questions")
+    add_model_arguments(demo)
+
+    evaluate = sub.add_parser("eval", help="evaluate loops on the bundled task suites")
+    evaluate.add_argument("--loops", default="all", help="comma-separated loop names, or 'all'")
+    evaluate.add_argument("--suite", default="all", help="arithmetic, multihop, verify, or 'all'")
+    add_model_arguments(evaluate)
+    evaluate.add_argument("--limit", type=int, help="items per suite")
+    evaluate.add_argument("--concurrency", type=int, default=4)
+    evaluate.add_argument("--out", type=Path, default=Path("eval-results"), help="output directory")
+    return parser
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Model selection flags shared by the subcommands."""
+    parser.add_argument("--model", help="'local', 'openai:<model>' or an OpenAI-compatible URL")
+    parser.add_argument("--base-url", help="base URL of any OpenAI-compatible server")
+    parser.add_argument("--gguf", help="path of a GGUF file to serve locally")
+    parser.add_argument("--max-tokens", type=int, default=256, help="cap on tokens per model reply")
+
+
+def model_from(args: argparse.Namespace) -> Any:
+    """Load the model named by the command-line flags."""
+    try:
+        return load_model(
+            args.model, base_url=args.base_url, gguf=args.gguf, max_tokens=args.max_tokens
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def loop_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options for the chosen loop from the flags."""
+    options = dict(parse_option(item) for item in args.option)
+    if args.loop in TOOL_LOOPS:
+        options["tool_mode"] = args.tool_mode
+        if args.approve_tools:
+            options["interrupt_before_tools"] = True
+    if args.max_iterations is not None:
+        options[
+            "max_iterations" if args.loop in ("react", "reflexion") else _budget_option(args.loop)
+        ] = args.max_iterations
+    return options
+
+
+def _budget_option(loop: str) -> str:
+    return {
+        "plan_execute": "max_step_iterations",
+        "self_ask": "max_follow_ups",
+        "critic": "max_critique_rounds",
+        "tot": "max_depth",
+        "cot": "self_consistency",
+    }.get(loop, "max_iterations")
+
+
+class StepPrinter:
+    """Render stream updates as thought / action / observation / answer lines."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def update(self, node: str, values: Any) -> None:
+        if not isinstance(values, dict):
+            return
+        for message in values.get("messages", []) or []:
+            self.message(node, message)
+        for key in ("plan", "draft", "reflections"):
+            if key in values and values[key]:
+                self.console.print(
+                    f"[magenta]{node}[/] {key}: {_short(json.dumps(values[key], ensure_ascii=False, default=str))}"
+                )
+
+    def message(self, node: str, message: AnyMessage) -> None:
+        text = content_text(message.content).strip()
+        if isinstance(message, AIMessage):
+            if text:
+                self.console.print(f"[cyan]{node} · thought[/] {_short(text)}")
+            for call in message.tool_calls:
+                self.console.print(
+                    f"[yellow]{node} · action[/] {call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
+                )
+        elif isinstance(message, ToolMessage) or (
+            isinstance(message, HumanMessage)
+            and text.startswith(("Observation:", "Intermediate answer:"))
+        ):
+            self.console.print(f"[green]{node} · observation[/] {_short(text)}")
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + " …"
+
+
+def stream_run(
+    graph: Any, inputs: Any, config: dict[str, Any], console: Console, *, live: bool
+) -> None:
+    """Run the graph, printing each step as it happens."""
+    printer = StepPrinter(console)
+    status = console.status("thinking…", spinner="dots") if live else nullcontext()
+    with status:
+        for namespace, chunk in graph.stream(inputs, config, stream_mode="updates", subgraphs=True):
+            for node, values in chunk.items():
+                if node.startswith("__"):
+                    continue
+                if live:
+                    label = "/".join([*(n.split(":")[0] for n in namespace), node])
+                    printer.update(label, values)
+
+
+def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ask the user to approve, edit or reject each pending tool call."""
+    decisions: list[dict[str, Any]] = []
+    for request in requests:
+        console.print(
+            Panel(request.get("description", ""), title=f"approve tool call: {request['name']}")
+        )
+        choice = Prompt.ask(
+            "approve / edit / reject", choices=["approve", "edit", "reject"], default="approve"
+        )
+        if choice == "edit":
+            raw = Prompt.ask("new arguments as JSON", default=json.dumps(request["args"]))
+            try:
+                args = json.loads(raw)
+            except ValueError as exc:
+                raise CliError(f"edited arguments are not valid JSON: {exc}") from exc
+            decisions.append(
+                {"type": "edit", "edited_action": {"name": request["name"], "args": args}}
+            )
+        elif choice == "reject":
+            decisions.append(
+                {
+                    "type": "reject",
+                    "message": Prompt.ask("message for the model", default="Not allowed."),
+                }
+            )
+        else:
+            decisions.append({"type": "approve"})
+    return decisions
+
+
+def pending_interrupts(graph: Any, config: dict[str, Any]) -> list[Any]:
+    """Interrupt payloads waiting on the thread."""
+    snapshot = graph.get_state(config, subgraphs=True)
+    found: list[Any] = []
+    stack = [snapshot]
+    while stack:
+        state = stack.pop()
+        for task in state.tasks:
+            found.extend(item.value for item in task.interrupts)
+            if task.state is not None and hasattr(task.state, "tasks"):
+                stack.append(task.state)
+    return found
+
+
+def command_run(args: argparse.Namespace, console: Console) -> int:
+    if args.loop not in LOOPS:
+        raise CliError(f"unknown loop {args.loop!r}; choose one of {', '.join(LOOPS)}")
+    try:
+        tools = (
+            get_tools(args.tools, files_root=args.files_root)
+            if args.tools and args.loop in TOOL_LOOPS
+            else []
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    model = model_from(args)
+    db = args.db or default_db()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    thread = args.thread or uuid.uuid4().hex[:12]
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    with sqlite3.connect(db, check_same_thread=False) as connection:
+        try:
+            graph = build_loop(
+                args.loop, model, tools, checkpointer=SqliteSaver(connection), **loop_options(args)
+            )
+        except (TypeError, ValueError) as exc:
+            raise CliError(str(exc)) from exc
+        if not args.json:
+            console.print(f"[bold]{args.loop}[/] on {describe_model(model)} · thread {thread}")
+        inputs: Any = {"messages": [("user", args.question)]} if args.question else None
+        if inputs is None and not graph.get_state(config).next:
+            raise CliError(f"nothing to resume on thread {thread!r}: give a question")
+        while True:
+            stream_run(graph, inputs, config, console, live=not args.json)
+            waiting = pending_interrupts(graph, config)
+            if not waiting:
+                break
+            requests = [r for payload in waiting for r in payload.get("action_requests", [])]
+            if not requests or not sys.stdin.isatty():
+                console.print(
+                    f"paused for approval; resume with: loopgraphs run {args.loop} --thread {thread} --approve-tools"
+                )
+                return 0
+            inputs = Command(resume={"decisions": ask_decisions(console, requests)})
+        values = graph.get_state(config).values
+    return print_result(values, console, as_json=args.json)
+
+
+def print_result(values: dict[str, Any], console: Console, *, as_json: bool) -> int:
+    """Print a finished run's answer and counters."""
+    summary = {
+        key: values.get(key)
+        for key in ("answer", "status", "error", "llm_calls", "usage", "tool_mode")
+    }
+    if as_json:
+        console.print_json(json.dumps(summary, default=str))
+    else:
+        console.print(
+            Panel(str(values.get("answer", "")), title="answer", border_style="bold green")
+        )
+        usage = values.get("usage") or {}
+        console.print(
+            f"status {values.get('status')} · {values.get('llm_calls', 0)} model calls · "
+            f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens "
+            f"({usage.get('cached_tokens', 0)} cached)"
+            + (f" · error: {values['error']}" if values.get("error") else "")
+        )
+    return 0 if values.get("status") != "error" else 1
+
+
+def command_list(console: Console) -> int:
+    table = Table(title="loops")
+    table.add_column("name")
+    table.add_column("use it when")
+    for name in LOOPS:
+        table.add_row(name, LOOP_SUMMARIES[name])
+    console.print(table)
+    return 0
+
+
+def command_draw(args: argparse.Namespace, console: Console) -> int:
+    if args.loop not in LOOPS:
+        raise CliError(f"unknown loop {args.loop!r}; choose one of {', '.join(LOOPS)}")
+    graph = build_loop(args.loop, None, [])
+    print(graph.get_graph().draw_mermaid())
+    return 0
+
+
+def command_demo(args: argparse.Namespace, console: Console) -> int:
+    model = model_from(args)
+    tools = get_tools(["calculator", "search"])
+    graph = build_loop("react", model, tools, max_iterations=4)
+    console.print(f"[bold]ReAct[/] on {describe_model(model)} with calculator and search")
+    for question in DEMO_QUESTIONS:
+        console.rule(question)
+        values: dict[str, Any] = {}
+        printer = StepPrinter(console)
+        with console.status("thinking…", spinner="dots"):
+            for mode, chunk in graph.stream(
+                {"messages": [("user", question)]}, stream_mode=["updates", "values"]
+            ):
+                if mode == "values":
+                    values = chunk
+                    continue
+                for node, update in chunk.items():
+                    printer.update(node, update)
+        print_result(values, console, as_json=False)
+    return 0
+
+
+def command_eval(args: argparse.Namespace, console: Console) -> int:
+    from loopgraphs.evaluation import run_cli_eval
+
+    return run_cli_eval(args, model_from(args), console)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``loopgraphs`` console script."""
+    args = build_parser().parse_args(argv)
+    console = Console()
+    try:
+        if args.command == "run":
+            return command_run(args, console)
+        if args.command == "list":
+            return command_list(console)
+        if args.command == "draw":
+            return command_draw(args, console)
+        if args.command == "demo":
+            return command_demo(args, console)
+        return command_eval(args, console)
+    except CliError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""Score candidate reasoning steps with the model, for search loops (Tree-of-Thoughts).
+
+Three ways to score, all returning integer scores 0..10 and the ``llm_calls``/``usage``
+update that accounts for them:
+
+* ``score_one``: one structured call rating one step (``Score``).
+* ``score_all``: one structured call rating every candidate of a level (``Scores``).
+* ``score_each``: ``score_one`` for every candidate, the calls running concurrently.
+
+Scoring never crashes on a bad reply: a reply that cannot be read gives a score of 0.
+Only a provider failure (every scoring request rejected, or an exception) propagates,
+so the caller's ``guard`` can retry it or end the run with ``status="error"``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from loopgraphs.nodes.parse import clip, content_text
+from loopgraphs.nodes.runner import ModelBatch, ModelCall
+from loopgraphs.nodes.structured import StructuredResult, structured_call
+from loopgraphs.state import add_usage, empty_usage
+
+SCORE_ONE_PROMPT = """Problem: {problem}
+
+Steps so far:
+{path}
+
+Proposed next step: {thought}
+
+How promising is this step for reaching a correct solution? Give an integer score from \
+0 (wrong or useless) to 10 (certainly leads to the solution) and a one-sentence reason.
+Reply as JSON: {{"score": <0-10>, "reason": "<why>"}}"""
+
+SCORE_ALL_PROMPT = """Problem: {problem}
+
+Candidate lines of reasoning:
+{candidates}
+
+Score each candidate from 0 (wrong or useless) to 10 (certainly leads to the solution).
+Reply with one line per candidate, in order, in the form "<candidate number>: <score>", \
+or as JSON {{"scores": [...]}} holding exactly {count} integers in candidate order."""
+
+NO_STEPS = "(none yet)"
+MIN_SCORE, MAX_SCORE = 0, 10
+MAX_SCORE_LINE = 200
+
+_SCORE_WORD_RE = re.compile(r"score[^0-9\n]{0,20}?(\d{1,3})(?!\d)", re.IGNORECASE)
+_INT_RE = re.compile(r"(?<!\d)(\d{1,3})(?!\d)")
+_INT_LIST_RE = re.compile(r"\[([0-9 \t\r\n,.]{1,4000})\]")
+_INDEXED_RE = re.compile(
+    r"(\d{1,3})[ \t*]*[:.)=\-\u2013\u2014][ \t*]*(?:score[ \t]*[:=]?[ \t]*)?(\d{1,3})(?!\d)",
+    re.IGNORECASE,
+)
+_LABELS = ("candidate", "option", "branch", "path")
+
+
+class Score(BaseModel):
+    """How promising one reasoning step is."""
+
+    score: int = Field(ge=MIN_SCORE, le=MAX_SCORE, description="0 (useless) to 10 (solves it)")
+    reason: str = Field(default="", description="one sentence explaining the score")
+
+
+class Scores(BaseModel):
+    """Scores of several candidate lines of reasoning, in candidate order."""
+
+    scores: list[int] = Field(description="one integer from 0 to 10 per candidate, in order")
+
+
+def render_path(thoughts: Sequence[str], indent: str = "") -> str:
+    """Number the steps of a line of reasoning, one per line."""
+    if not thoughts:
+        return f"{indent}{NO_STEPS}"
+    return "\n".join(f"{indent}Step {i}: {thought}" for i, thought in enumerate(thoughts, 1))
+
+
+def clamp(value: int) -> int:
+    """Bring a score into 0..10."""
+    return max(MIN_SCORE, min(MAX_SCORE, int(value)))
+
+
+def parse_score(text: str) -> dict[str, Any] | None:
+    """Read one score from free text: after the word "score", else the first integer 0..10."""
+    text = clip(text)
+    match = _SCORE_WORD_RE.search(text)
+    if match is not None and int(match.group(1)) <= MAX_SCORE:
+        return {"score": int(match.group(1)), "reason": ""}
+    for found in _INT_RE.finditer(text):
+        if int(found.group(1)) <= MAX_SCORE:
+            return {"score": int(found.group(1)), "reason": ""}
+    return None
+
+
+def parse_scores(text: str, count: int) -> dict[str, Any] | None:
+    """Read ``count`` scores from free text.
+
+    Lines such as ``1: 7``, ``Candidate 2 - 4`` or ``3) score 9`` are read by candidate
+    number (missing candidates get 0); otherwise a bracketed list of integers, otherwise
+    every integer in the text, in order. The list is padded with 0 or cut to ``count``.
+    """
+    text = clip(text)
+    indexed: dict[int, int] = {}
+    for raw_line in text.splitlines():
+        line = raw_line.strip().lstrip("*#").strip()[:MAX_SCORE_LINE]
+        lowered = line.lower()
+        for label in _LABELS:
+            if lowered.startswith(label):
+                line = line[len(label) :].lstrip(" \t#")
+                break
+        match = _INDEXED_RE.match(line)
+        if match is not None:
+            indexed.setdefault(int(match.group(1)), int(match.group(2)))
+    if indexed:
+        base = 0 if 0 in indexed else 1
+        values = [indexed.get(i + base, 0) for i in range(count)]
+    else:
+        bracket = _INT_LIST_RE.search(text)
+        source = bracket.group(1) if bracket is not None else text
+        values = [int(found.group(1)) for found in _INT_RE.finditer(source)]
+        if not values:
+            return None
+    return {"scores": fit(values, count)}
+
+
+def fit(values: Sequence[int], count: int) -> list[int]:
+    """Clamp scores to 0..10, pad with 0 or cut to ``count``."""
+    scores = [clamp(value) for value in values[:count]]
+    return scores + [0] * (count - len(scores))
+
+
+def _prompt(system: str | None, text: str) -> list[BaseMessage]:
+    return [SystemMessage(system), HumanMessage(text)] if system else [HumanMessage(text)]
+
+
+def _raw_text(result: StructuredResult) -> str:
+    if not result.replies:
+        return ""
+    reply = result.replies[-1]
+    args = [call.get("args") for call in reply.tool_calls]
+    extra = json.dumps(args, ensure_ascii=False, default=str) if args else ""
+    return f"{content_text(reply.content)}\n{extra}"
+
+
+def _check_answered(result: StructuredResult) -> None:
+    if result.calls == 0:
+        raise RuntimeError("the provider rejected every scoring request")
+
+
+def score_one(
+    model: BaseChatModel,
+    problem: str,
+    path: Sequence[str],
+    thought: str,
+    *,
+    system: str | None = None,
+    max_calls: int = 1,
+) -> Generator[ModelCall, Any, tuple[int, dict[str, Any]]]:
+    """Rate one proposed step (``thought``) after the steps in ``path``.
+
+    Args:
+        model: Any chat model.
+        problem: The task being solved.
+        path: The steps before ``thought``.
+        thought: The step to rate.
+        system: Optional system prompt placed first.
+        max_calls: Model calls allowed (default one).
+
+    Returns:
+        The score (0 when the reply cannot be read) and the ``llm_calls``/``usage`` update.
+
+    Raises:
+        RuntimeError: the provider rejected every request (no reply at all).
+    """
+    text = SCORE_ONE_PROMPT.format(problem=problem, path=render_path(path), thought=thought)
+    result = yield from structured_call(
+        model, _prompt(system, text), Score, regex_fallback=parse_score, max_calls=max_calls
+    )
+    _check_answered(result)
+    value = result.value
+    if value is None:
+        data = parse_score(_raw_text(result))
+        return (data["score"] if data else 0), result.state_update()
+    return clamp(value.score), result.state_update()
+
+
+def score_all(
+    model: BaseChatModel,
+    problem: str,
+    candidates: Sequence[Sequence[str]],
+    *,
+    system: str | None = None,
+    max_calls: int = 1,
+) -> Generator[ModelCall, Any, tuple[list[int], dict[str, Any]]]:
+    """Rate every candidate of a level in one call.
+
+    Args:
+        model: Any chat model.
+        problem: The task being solved.
+        candidates: Each candidate's whole line of reasoning (its last step is the new one).
+        system: Optional system prompt placed first.
+        max_calls: Model calls allowed (default one).
+
+    Returns:
+        One score per candidate (unreadable or missing scores are 0) and the update.
+
+    Raises:
+        RuntimeError: the provider rejected every request (no reply at all).
+    """
+    count = len(candidates)
+    if count == 0:
+        return [], {"llm_calls": 0, "usage": empty_usage()}
+    listing = "\n".join(
+        f"Candidate {i}:\n{render_path(path, indent='  ')}" for i, path in enumerate(candidates, 1)
+    )
+    text = SCORE_ALL_PROMPT.format(problem=problem, candidates=listing, count=count)
+    result = yield from structured_call(
+        model,
+        _prompt(system, text),
+        Scores,
+        regex_fallback=lambda reply: parse_scores(reply, count),
+        max_calls=max_calls,
+    )
+    _check_answered(result)
+    if result.value is not None:
+        return fit(result.value.scores, count), result.state_update()
+    data = parse_scores(_raw_text(result), count)
+    return (data["scores"] if data else [0] * count), result.state_update()
+
+
+def score_each(
+    model: BaseChatModel,
+    problem: str,
+    candidates: Sequence[Sequence[str]],
+    *,
+    system: str | None = None,
+) -> Generator[ModelBatch, Any, tuple[list[int], dict[str, Any]]]:
+    """Rate every candidate with its own ``score_one`` call, all calls running concurrently.
+
+    A candidate whose scoring failed gets 0; when every one failed, the first failure is
+    raised.
+
+    Returns:
+        One score per candidate and the update summing every call.
+    """
+    if not candidates:
+        return [], {"llm_calls": 0, "usage": empty_usage()}
+    outcomes = yield from in_parallel(
+        [score_one(model, problem, path[:-1], path[-1], system=system) for path in candidates]
+    )
+    failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    if len(failures) == len(outcomes):
+        raise failures[0]
+    scores: list[int] = []
+    update: dict[str, Any] = {"llm_calls": 0, "usage": empty_usage()}
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            scores.append(0)
+            continue
+        score, part = outcome
+        scores.append(score)
+        update = {
+            "llm_calls": update["llm_calls"] + part["llm_calls"],
+            "usage": add_usage(update["usage"], part["usage"]),
+        }
+    return scores, update
+
+
+def in_parallel(
+    logics: Sequence[Generator[ModelCall, Any, Any]],
+) -> Generator[ModelBatch, list[Any], list[Any]]:
+    """Drive several model-calling logics side by side.
+
+    Each round sends the pending call of every unfinished logic as one ``ModelBatch``
+    (so the calls run concurrently) and hands each its reply, or throws its exception
+    into it.
+
+    Args:
+        logics: Generators that yield only ``ModelCall`` requests.
+
+    Returns:
+        Per logic, in order: its return value, or the exception it raised.
+    """
+    results: list[Any] = [None] * len(logics)
+    pending: dict[int, ModelCall] = {}
+
+    def advance(index: int, value: Any, error: BaseException | None) -> None:
+        logic = logics[index]
+        try:
+            request = logic.throw(error) if error is not None else logic.send(value)
+        except StopIteration as stop:
+            results[index] = stop.value
+            return
+        except Exception as exc:
+            results[index] = exc
+            return
+        if not isinstance(request, ModelCall):
+            logic.close()
+            results[index] = TypeError(f"in_parallel drives model calls only; got {request!r}")
+            return
+        pending[index] = request
+
+    for index in range(len(logics)):
+        advance(index, None, None)
+    while pending:
+        order = sorted(pending)
+        batch = ModelBatch([pending.pop(index) for index in order])
+        replies = yield batch
+        for index, reply in zip(order, replies, strict=True):
+            if isinstance(reply, BaseException):
+                advance(index, None, reply)
+            else:
+                advance(index, reply, None)
+    return results
