@@ -52,6 +52,7 @@ TOOL_SELECTION_MAX = 6
 SYNTHESIS_TOOL_CHARS = 2000
 STEPS_TO_FINISH = 4
 THOUGHT_MAX_CHARS = 300
+DECISION_TYPES = ("approve", "edit", "reject")
 
 
 def resolve_mode(settings: LoopSettings) -> str:
@@ -193,31 +194,27 @@ def review_requests(
     flagged = [i for i, request in enumerate(requests) if settings.needs_review(request.name)]
     if not flagged:
         return requests, {}
-    payload = interrupt(
-        {
-            "action_requests": [
-                {
-                    "name": requests[i].name,
-                    "args": requests[i].args,
-                    "description": _describe_call(requests[i], registry),
-                }
-                for i in flagged
-            ],
-            "review_configs": [
-                {
-                    "action_name": requests[i].name,
-                    "allowed_decisions": ["approve", "edit", "reject"],
-                }
-                for i in flagged
-            ],
-        }
-    )
-    decisions = payload.get("decisions", []) if isinstance(payload, dict) else []
-    if len(decisions) != len(flagged):
-        raise ValueError(
-            f"resume with {{'decisions': [...]}} holding one decision per tool call: "
-            f"expected {len(flagged)}, got {len(decisions)}"
-        )
+    request = {
+        "action_requests": [
+            {
+                "name": requests[i].name,
+                "args": requests[i].args,
+                "description": _describe_call(requests[i], registry),
+            }
+            for i in flagged
+        ],
+        "review_configs": [
+            {"action_name": requests[i].name, "allowed_decisions": list(DECISION_TYPES)}
+            for i in flagged
+        ],
+    }
+    problem = ""
+    while True:
+        payload = interrupt({**request, "error": problem} if problem else request)
+        decisions = payload.get("decisions") if isinstance(payload, dict) else None
+        problem = decision_problem(decisions, len(flagged))
+        if not problem:
+            break
     reviewed = list(requests)
     rejected: dict[int, str] = {}
     for index, decision in zip(flagged, decisions):
@@ -231,9 +228,24 @@ def review_requests(
             )
         elif kind == "reject":
             rejected[index] = decision.get("message") or "The user rejected this tool call."
-        elif kind != "approve":
-            raise ValueError(f"decision type must be approve, edit or reject; got {kind!r}")
     return reviewed, rejected
+
+
+def decision_problem(decisions: Any, expected: int) -> str:
+    """What is wrong with a resume value, or an empty string when it is valid."""
+    if not isinstance(decisions, list) or len(decisions) != expected:
+        count = len(decisions) if isinstance(decisions, list) else 0
+        return (
+            "resume with {'decisions': [...]} holding one decision per tool call: "
+            f"expected {expected}, got {count}"
+        )
+    for decision in decisions:
+        kind = decision.get("type") if isinstance(decision, dict) else None
+        if kind not in DECISION_TYPES:
+            return f"decision type must be one of {', '.join(DECISION_TYPES)}; got {kind!r}"
+        if kind == "edit" and not isinstance(decision.get("edited_action"), dict):
+            return "an edit decision needs 'edited_action': {'name': ..., 'args': {...}}"
+    return ""
 
 
 def _describe_call(request: ToolRequest, registry: ToolRegistry) -> str:

@@ -1,0 +1,109 @@
+"""Human approval of tool calls: approve, edit and reject, in langchain's HITL format."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from loopgraphs import create_react_graph
+from loopgraphs.nodes.parse import content_text
+from tests.scripts import MODES, act, final, model_for
+
+
+def recording_tool(log: list):
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        log.append({"to": to, "body": body})
+        return f"sent to {to}"
+
+    return send_email
+
+
+def paused(graph, config) -> list:
+    return [i.value for task in graph.get_state(config).tasks for i in task.interrupts]
+
+
+def start(mode: str, log: list, **kwargs):
+    model = model_for(
+        mode,
+        [act(mode, "send_email", {"to": "ann@example.org", "body": "hi"}), final(mode, "done")],
+    )
+    graph = create_react_graph(
+        model, [recording_tool(log)], tool_mode=mode, checkpointer=InMemorySaver(), **kwargs
+    )
+    config = {"configurable": {"thread_id": f"t-{mode}"}}
+    graph.invoke({"messages": [("user", "email Ann")]}, config)
+    return model, graph, config
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_interrupt_payload_and_approve(mode):
+    log: list = []
+    model, graph, config = start(mode, log, interrupt_before_tools=True)
+    (payload,) = paused(graph, config)
+    (request,) = payload["action_requests"]
+    assert request["name"] == "send_email"
+    assert request["args"] == {"to": "ann@example.org", "body": "hi"}
+    assert "send_email" in request["description"]
+    assert payload["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert log == []
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert log == [{"to": "ann@example.org", "body": "hi"}]
+    assert "sent to ann@example.org" in content_text(model.prompts[1][-1].content)
+    assert out["answer"] == "done" and out["status"] == "completed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_edit_changes_what_the_tool_receives(mode):
+    log: list = []
+    model, graph, config = start(mode, log, interrupt_before_tools=["send_email"])
+    edited = {"name": "send_email", "args": {"to": "bob@example.org", "body": "hello"}}
+    graph.invoke(Command(resume={"decisions": [{"type": "edit", "edited_action": edited}]}), config)
+    assert log == [{"to": "bob@example.org", "body": "hello"}]
+    assert "sent to bob@example.org" in content_text(model.prompts[1][-1].content)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reject_skips_the_tool_and_tells_the_model(mode):
+    log: list = []
+    model, graph, config = start(mode, log, interrupt_before_tools=True)
+    decision = {"type": "reject", "message": "Do not email Ann."}
+    out = graph.invoke(Command(resume={"decisions": [decision]}), config)
+    assert log == []
+    assert "Do not email Ann." in content_text(model.prompts[1][-1].content)
+    assert out["status"] == "completed"
+
+
+def test_a_bad_resume_pauses_again_with_the_problem():
+    log: list = []
+    _, graph, config = start("native", log, interrupt_before_tools=True)
+    graph.invoke(Command(resume={"decisions": []}), config)
+    (payload,) = paused(graph, config)
+    assert "expected 1, got 0" in payload["error"] and log == []
+    graph.invoke(Command(resume={"decisions": [{"type": "maybe"}]}), config)
+    (payload,) = paused(graph, config)
+    assert "'maybe'" in payload["error"] and log == []
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert len(log) == 1 and out["answer"] == "done"
+
+
+def test_tools_not_listed_run_without_pausing():
+    log: list = []
+    model = model_for(
+        "native", [act("native", "send_email", {"to": "a", "body": "b"}), final("native", "ok")]
+    )
+
+    def other(x: str) -> str:
+        """Another tool."""
+        return x
+
+    graph = create_react_graph(
+        model,
+        [recording_tool(log), other],
+        checkpointer=InMemorySaver(),
+        interrupt_before_tools=["other"],
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"messages": [("user", "go")]}, config)
+    assert paused(graph, config) == [] and out["answer"] == "ok" and len(log) == 1

@@ -1,0 +1,40 @@
+"""ReAct against the real embedded llama.cpp server (SmolLM2-135M)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopgraphs import create_react_graph
+from loopgraphs.nodes.parse import content_text, parse_json_text
+from loopgraphs.toolkits import calculator, make_search_tool
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_react_ends_with_status_and_answer(local_model, mode):
+    graph = create_react_graph(
+        local_model, [calculator, make_search_tool()], tool_mode=mode, max_iterations=3
+    )
+    out = graph.invoke({"messages": [("user", "What is 12 * 7?")]})
+    assert out["status"] in ("completed", "max_iterations")
+    assert isinstance(out["answer"], str)
+    assert 1 <= out["llm_calls"] <= 4
+    assert out["usage"]["input_tokens"] > 0 and out["usage"]["output_tokens"] > 0
+
+
+def test_json_mode_produces_a_parsed_calculator_call(local_model):
+    graph = create_react_graph(
+        local_model,
+        [calculator],
+        tool_mode="json",
+        max_iterations=2,
+        system_prompt="Always call the calculator tool before answering.",
+    )
+    out = graph.invoke({"messages": [("user", "Use the calculator to compute 12 * 7.")]})
+    first = out["messages"][1]
+    step = parse_json_text(content_text(first.content))
+    assert step.kind == "action" and step.action == "calculator"
+    assert isinstance(step.action_input, dict) and "expression" in step.action_input
+    observation = content_text(out["messages"][2].content)
+    assert observation.startswith("Observation:")

