@@ -24,7 +24,7 @@ from rich.table import Table
 from loopgraphs.graphs.registry import LOOP_SUMMARIES, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
 from loopgraphs.nodes.parse import content_text
-from loopgraphs.toolkits.registry import BUILTIN_TOOLKITS, get_tools
+from loopgraphs.toolkits.registry import get_tools
 
 DB_ENV = "LOOPGRAPHS_DB"
 TOOL_LOOPS = frozenset(LOOPS) - {"cot", "tot"}
@@ -170,10 +170,9 @@ class StepPrinter:
         for message in values.get("messages", []) or []:
             self.message(node, message)
         for key in ("plan", "draft", "reflections"):
-            if key in values and values[key]:
-                self.console.print(
-                    f"[magenta]{node}[/] {key}: {_short(json.dumps(values[key], ensure_ascii=False, default=str))}"
-                )
+            if values.get(key):
+                shown = json.dumps(values[key], ensure_ascii=False, default=str)
+                self.console.print(f"[magenta]{node}[/] {key}: {_short(shown)}")
 
     def message(self, node: str, message: AnyMessage) -> None:
         text = content_text(message.content).strip()
@@ -181,9 +180,8 @@ class StepPrinter:
             if text:
                 self.console.print(f"[cyan]{node} · thought[/] {_short(text)}")
             for call in message.tool_calls:
-                self.console.print(
-                    f"[yellow]{node} · action[/] {call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
-                )
+                args = json.dumps(call["args"], ensure_ascii=False)
+                self.console.print(f"[yellow]{node} · action[/] {call['name']}({args})")
         elif isinstance(message, ToolMessage) or (
             isinstance(message, HumanMessage)
             and text.startswith(("Observation:", "Intermediate answer:"))
@@ -293,7 +291,8 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
             requests = [r for payload in waiting for r in payload.get("action_requests", [])]
             if not requests or not sys.stdin.isatty():
                 console.print(
-                    f"paused for approval; resume with: loopgraphs run {args.loop} --thread {thread} --approve-tools"
+                    "paused for approval; resume with: "
+                    f"loopgraphs run {args.loop} --thread {thread} --approve-tools"
                 )
                 return 0
             inputs = Command(resume={"decisions": ask_decisions(console, requests)})

@@ -217,7 +217,7 @@ def review_requests(
             break
     reviewed = list(requests)
     rejected: dict[int, str] = {}
-    for index, decision in zip(flagged, decisions):
+    for index, decision in zip(flagged, decisions, strict=True):
         kind = decision.get("type")
         if kind == "edit":
             edited = decision.get("edited_action") or {}

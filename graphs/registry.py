@@ -7,11 +7,15 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
+from loopgraphs.graphs.plan_execute import create_plan_execute_graph
 from loopgraphs.graphs.react import create_react_graph
+from loopgraphs.graphs.reflexion import create_reflexion_graph
 from loopgraphs.graphs.tot import create_tot_graph
 
 LOOPS: dict[str, Callable[..., CompiledStateGraph[Any, Any, Any, Any]]] = {
     "react": create_react_graph,
+    "plan_execute": create_plan_execute_graph,
+    "reflexion": create_reflexion_graph,
     "tot": create_tot_graph,
 }
 

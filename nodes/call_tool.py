@@ -186,7 +186,7 @@ def run_tools(
         jobs.append(_job(tool, args, timeout))
         job_slots.append(index)
     results = (yield JobBatch(jobs)) if jobs else []
-    for index, result in zip(job_slots, results):
+    for index, result in zip(job_slots, results, strict=True):
         request = requests[index]
         if isinstance(result, BaseException):
             text = f"Error: {request.name} failed: {_describe_error(result)}"

@@ -91,7 +91,7 @@ class JobBatch:
         try:
             futures = [pool.submit(_capture, job.sync) for job in self.jobs]
             results: list[Any] = []
-            for job, future in zip(self.jobs, futures):
+            for job, future in zip(self.jobs, futures, strict=True):
                 try:
                     results.append(future.result(timeout=job.timeout))
                 except FutureTimeout:

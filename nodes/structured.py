@@ -6,8 +6,10 @@
 3. ``text``: a plain call asking for JSON, extracted from free text, then an optional
    regex fallback.
 
-Each level that gets an unusable reply is retried once with a reformat request; a level
-the provider rejects (or the model's profile says it lacks) is skipped. The result says
+Each level that gets an unusable reply is retried once with a reformat request, and the
+optional regex fallback reads every reply's text at every level; a level the provider
+rejects (or the model's profile says it lacks) is skipped, and when every level was
+rejected the last rejection is raised. Authentication failures are raised at once. The result says
 which level succeeded and what it cost, and the number of calls never exceeds
 ``max_calls``.
 """
@@ -19,6 +21,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
@@ -33,6 +36,7 @@ from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
 T = TypeVar("T", bound=BaseModel)
 Level = Literal["native", "json", "text", "failed"]
 LEVELS: tuple[Level, ...] = ("native", "json", "text")
+PARSE_FAILURES = (ValidationError, OutputParserException)
 
 
 @dataclass
@@ -117,25 +121,33 @@ def structured_call(
             try:
                 runnable = _runnable(model, schema, level)
                 reply = yield ModelCall(runnable, prompt)
+            except PARSE_FAILURES:
+                reply = None
             except Exception as exc:
                 if not (is_permanent_rejection(exc) or isinstance(exc, NotImplementedError)):
                     raise
                 rejection = exc
                 break
-            raw, data = _unpack(reply, level)
             result.calls += 1
+            raw, data = _unpack(reply, level)
             if raw is not None:
                 result.replies.append(raw)
                 result.usage = add_usage(result.usage, usage_of(raw))
             value = _validate(schema, data)
-            if value is None and level == "text" and raw is not None and regex_fallback:
-                value = _validate(schema, regex_fallback(content_text(raw.content)))
+            if value is None and raw is not None and regex_fallback is not None:
+                value = _validate(schema, regex_fallback(_reply_text(raw)))
             if value is not None:
                 result.value, result.level = value, level
                 return result
     if rejection is not None and result.calls == 0:
         raise rejection
     return result
+
+
+def _reply_text(reply: AIMessage) -> str:
+    """A reply's text, with the arguments of any tool calls appended."""
+    args = [json.dumps(call["args"], ensure_ascii=False) for call in reply.tool_calls]
+    return "\n".join([content_text(reply.content), *args])
 
 
 def _schema_text(schema: type[BaseModel]) -> str:

@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, ValidationError
 
 from loopgraphs.nodes.parse import content_text, extract_json
 
@@ -208,9 +208,15 @@ class ScriptedChatModel(BaseChatModel):
 
         def parse(message: AIMessage) -> Any:
             data = extract_json(content_text(message.content))
+            error: Exception | None = None
             if isinstance(schema, type) and data is not None:
-                data = schema.model_validate(data)
-            return {"raw": message, "parsed": data, "parsing_error": None} if include_raw else data
+                try:
+                    data = schema.model_validate(data)
+                except ValidationError as exc:
+                    if not include_raw:
+                        raise
+                    data, error = None, exc
+            return {"raw": message, "parsed": data, "parsing_error": error} if include_raw else data
 
         return self | RunnableLambda(parse)
 

@@ -30,7 +30,11 @@ def transcript(out: dict) -> str:
 def build(mode: str, replies: list, tools=None, **kwargs):
     model = model_for(mode, replies, **kwargs.pop("model_kwargs", {}))
     graph = create_react_graph(
-        model, tools if tools is not None else [multiply], tool_mode=mode, retry_policy=FAST_RETRY, **kwargs
+        model,
+        tools if tools is not None else [multiply],
+        tool_mode=mode,
+        retry_policy=FAST_RETRY,
+        **kwargs,
     )
     return model, graph
 
@@ -49,7 +53,7 @@ def test_happy_path_two_calls(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_direct_answer_one_call_async(mode):
-    model, graph = build(mode, [final(mode, "Paris")])
+    _model, graph = build(mode, [final(mode, "Paris")])
     out = await graph.ainvoke({"messages": [("user", "Capital of France?")]})
     assert (out["answer"], out["status"], out["llm_calls"]) == ("Paris", "completed", 1)
 
@@ -64,9 +68,7 @@ def test_no_tools_is_plain_chat():
 
 @pytest.mark.parametrize("mode", ["text", "json"])
 def test_final_answer_wins_over_action(mode):
-    reply = (
-        "Thought: done\nAction: multiply\nAction Input: {\"a\": 1, \"b\": 2}\nFINAL_ANSWER: 42"
-    )
+    reply = 'Thought: done\nAction: multiply\nAction Input: {"a": 1, "b": 2}\nFINAL_ANSWER: 42'
     ran = []
 
     def probe(x: str) -> str:
@@ -74,7 +76,7 @@ def test_final_answer_wins_over_action(mode):
         ran.append(x)
         return x
 
-    model, graph = build(mode, [reply], tools=[probe])
+    _model, graph = build(mode, [reply], tools=[probe])
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["answer"] == "42" and ran == []
 
@@ -90,7 +92,8 @@ def test_multiline_json_action_input():
 
 def test_invalid_json_then_recovery():
     model, graph = build(
-        "json", ["I think I'll multiply", act("json", "multiply", {"a": 2, "b": 3}), final("json", "6")]
+        "json",
+        ["I think I'll multiply", act("json", "multiply", {"a": 2, "b": 3}), final("json", "6")],
     )
     out = graph.invoke({"messages": [("user", "2*3?")]})
     assert out["answer"] == "6" and out["status"] == "completed"
@@ -99,7 +102,7 @@ def test_invalid_json_then_recovery():
 
 
 def test_text_mode_without_action_returns_reply_as_is():
-    model, graph = build("text", ["Just an answer with no markers."])
+    _model, graph = build("text", ["Just an answer with no markers."])
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["answer"] == "Just an answer with no markers."
 
@@ -127,7 +130,9 @@ def test_tool_exception_becomes_observation(mode):
         """Always fails."""
         raise RuntimeError("disk on fire")
 
-    model, graph = build(mode, [act(mode, "explode", {"x": "1"}), final(mode, "gave up")], tools=[explode])
+    model, graph = build(
+        mode, [act(mode, "explode", {"x": "1"}), final(mode, "gave up")], tools=[explode]
+    )
     out = graph.invoke({"messages": [("user", "q")]})
     assert "RuntimeError: disk on fire" in content_text(model.prompts[1][-1].content)
     assert out["status"] == "completed"
@@ -139,7 +144,12 @@ def test_tool_timeout_becomes_observation():
         time.sleep(2)
         return x
 
-    model, graph = build("native", [act("native", "slow", {"x": "1"}), final("native", "ok")], tools=[slow], tool_timeout=0.2)
+    model, graph = build(
+        "native",
+        [act("native", "slow", {"x": "1"}), final("native", "ok")],
+        tools=[slow],
+        tool_timeout=0.2,
+    )
     started = time.monotonic()
     graph.invoke({"messages": [("user", "q")]})
     assert "timed out after 0.2 s" in content_text(model.prompts[1][-1].content)
@@ -163,7 +173,7 @@ async def test_parallel_tool_calls_overlap(run_async):
         return f"done {label}"
 
     reply = calls(*(tool_call("wait", {"label": str(i)}, id=f"c{i}") for i in range(4)))
-    model, graph = build("native", [reply, final("native", "all done")], tools=[wait])
+    _model, graph = build("native", [reply, final("native", "all done")], tools=[wait])
     inputs = {"messages": [("user", "go")]}
     out = await graph.ainvoke(inputs) if run_async else graph.invoke(inputs)
     assert active["max"] == 4
@@ -181,7 +191,11 @@ def test_repeated_identical_call_is_not_run_again(mode):
         ran.append(key)
         return f"value of {key}"
 
-    script = [act(mode, "lookup", {"key": "k"}), act(mode, "lookup", {"key": "k"}), final(mode, "v")]
+    script = [
+        act(mode, "lookup", {"key": "k"}),
+        act(mode, "lookup", {"key": "k"}),
+        final(mode, "v"),
+    ]
     model, graph = build(mode, script, tools=[lookup])
     out = graph.invoke({"messages": [("user", "q")]})
     assert ran == ["k"]
@@ -223,15 +237,18 @@ def test_provider_rejecting_tools_falls_back_to_json():
         replies=["(rejected)", act("json", "multiply", {"a": 2, "b": 2}), final("json", "4")],
         rejects_tools=True,
     )
-    out = create_react_graph(model, [multiply], retry_policy=FAST_RETRY).invoke({"messages": [("user", "2*2")]})
+    out = create_react_graph(model, [multiply], retry_policy=FAST_RETRY).invoke(
+        {"messages": [("user", "2*2")]}
+    )
     assert out["tool_mode"] == "json"
     assert out["answer"] == "4"
     assert out["llm_calls"] == 2
 
 
 def test_transient_errors_are_retried():
-    model, graph = build(
-        "native", [ProviderError(503, "overloaded"), ConnectionError("reset"), final("native", "fine")]
+    _model, graph = build(
+        "native",
+        [ProviderError(503, "overloaded"), ConnectionError("reset"), final("native", "fine")],
     )
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["status"] == "completed" and out["answer"] == "fine"
@@ -247,7 +264,9 @@ def test_permanent_error_ends_with_status_error():
 
 
 def test_transient_errors_exhausting_retries_end_with_status_error():
-    model, graph = build("native", [ProviderError(429, "slow down")], model_kwargs={"repeat_last": True})
+    model, graph = build(
+        "native", [ProviderError(429, "slow down")], model_kwargs={"repeat_last": True}
+    )
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["status"] == "error" and "429" in out["error"]
     assert model.call_count == FAST_RETRY.max_attempts
@@ -255,7 +274,9 @@ def test_transient_errors_exhausting_retries_end_with_status_error():
 
 def test_callers_messages_are_not_mutated():
     history = [HumanMessage("What is 2*3?")]
-    model, graph = build("native", [act("native", "multiply", {"a": 2, "b": 3}), final("native", "6")])
+    _model, graph = build(
+        "native", [act("native", "multiply", {"a": 2, "b": 3}), final("native", "6")]
+    )
     out = graph.invoke({"messages": history})
     assert len(history) == 1 and len(out["messages"]) == 4
 
@@ -328,6 +349,11 @@ def test_graph_shape_snapshot(mode):
 
 
 def test_streaming_updates_show_each_step():
-    model, graph = build("native", [act("native", "multiply", {"a": 3, "b": 3}), final("native", "9")])
-    nodes = [next(iter(chunk)) for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")]
+    _model, graph = build(
+        "native", [act("native", "multiply", {"a": 3, "b": 3}), final("native", "9")]
+    )
+    nodes = [
+        next(iter(chunk))
+        for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")
+    ]
     assert nodes == ["prepare", "generate", "parse", "call_tool", "generate", "parse"]

@@ -1,0 +1,554 @@
+"""Plan-and-Execute: write a plan, carry out each step with a small ReAct loop, synthesise.
+
+Graph: ``prepare → plan → [review_plan] → execute → [replan] → execute … → synthesize``.
+The planner writes numbered steps; each visit of ``execute`` runs one step through the
+compiled ReAct subgraph (with the request, the plan and the earlier results as context);
+``synthesize`` writes the answer from the step results in one call. Optionally the
+remaining steps are revised after each step (``replan``) and the plan is shown to a human
+for approval or editing before execution (``approve_plan``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy, interrupt
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from loopgraphs.context import LoopContext
+from loopgraphs.graphs.react import build_react, resolve_mode
+from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, new_fence
+from loopgraphs.nodes.evaluate import question_text
+from loopgraphs.nodes.generate import call_model, guard
+from loopgraphs.nodes.parse import clip, content_text, final_answer_of
+from loopgraphs.nodes.runner import Call, Logic, as_node
+from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.structured import structured_call
+from loopgraphs.state import InputState, LoopState, empty_usage, start_run
+
+PLANNER_SYSTEM = """You plan the work on a request before anyone starts on it.
+Split the user's latest request into {low} to {high} short steps, in order. Each step is one
+concrete sub-task that a worker with the tools below can carry out on its own; name the
+things it is about (never "it" or "the above"). The last step produces what the final
+answer needs. Do not carry out the steps yourself.
+
+Tools the worker can use:
+{tools}
+
+Without JSON, reply with a numbered list of the steps ("1. ...", one per line)."""
+
+NO_TOOLS = "(none: each step is done by reasoning alone)"
+
+EXECUTE_STEP = """You are carrying out one step of a plan made for this request:
+{request}
+
+The plan:
+{plan}
+
+Results of the earlier steps:
+{results}
+
+Now do step {number} only: {step}
+Give the result of this step as your final answer."""
+
+REPLAN_SYSTEM = """You keep a plan up to date while it is carried out. From the results so
+far, return the steps still needed to answer the request, in order, at most {room}. Keep the
+planned steps that still make sense, change or drop the others, and return an empty list
+when the results already answer the request. Without JSON, reply with a numbered list of the
+steps, or with DONE when nothing is left to do."""
+
+REPLAN_USER = """Request:
+{request}
+
+Steps done and their results:
+{results}
+
+Steps still planned:
+{remaining}"""
+
+SYNTHESIZE_SYSTEM = """You write the final answer to the user's request from the results of
+the steps of a plan. Answer directly and concisely, in the language of the request. Use only
+the results given and say what is missing if they are incomplete. Do not describe the plan,
+the steps or the tools."""
+
+SYNTHESIZE_USER = """Request:
+{request}
+
+Step results:
+{results}
+
+Write the final answer."""
+
+PLAN_MIN_ASKED = 3
+PLAN_MAX_ASKED = 7
+PLANNER_CALLS = 2
+REPLAN_CALLS = 2
+STEPS_TO_FINISH = 2
+REVIEW_STEPS = 3
+REACT_STEPS_PER_ITERATION = 3
+REACT_EXTRA_STEPS = 10
+RESULT_CHARS = 2000
+STEP_CHARS = 500
+
+ITEM_RE = re.compile(
+    r"^[ \t>]*(?:\d{1,3}[.):]|[-*•+]|step[ \t]*\d{1,3}[ \t]*[.):-])[ \t]+(\S.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+NUMBERING_RE = re.compile(r"^(?:\d{1,3}[.):]|step[ \t]*\d{1,3}[ \t]*[.):-])[ \t]*", re.IGNORECASE)
+DONE_RE = re.compile(r"^[ \t*]*DONE\b", re.MULTILINE)
+STEP_KEYS = ("step", "description", "task", "text", "title", "action")
+
+
+def numbered_items(text: str) -> list[str]:
+    """Read the items of a plain list (``1. x``, ``2) y``, ``- z``, ``Step 3: w``) from text."""
+    items = []
+    for match in ITEM_RE.finditer(clip(text)):
+        item = match.group(1).strip().strip("*_").strip()
+        if item:
+            items.append(item[:STEP_CHARS])
+    return items
+
+
+def clean_steps(value: Any) -> Any:
+    """Normalise what a model gives as steps into a list of non-empty strings."""
+    if isinstance(value, str):
+        return numbered_items(value) or ([value.strip()[:STEP_CHARS]] if value.strip() else [])
+    if not isinstance(value, list):
+        return value
+    steps = []
+    for item in value:
+        if isinstance(item, dict):
+            item = next((item[k] for k in STEP_KEYS if isinstance(item.get(k), str)), "")
+        text = NUMBERING_RE.sub("", str(item).strip(), count=1).strip()
+        if text:
+            steps.append(text[:STEP_CHARS])
+    return steps
+
+
+class _Steps(BaseModel):
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "steps" not in data:
+            for key in ("plan", "tasks", "remaining", "remaining_steps"):
+                if key in data:
+                    return {**data, "steps": data[key]}
+        return data
+
+    @field_validator("steps", mode="before", check_fields=False)
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_steps(value)
+
+
+class Plan(_Steps):
+    """The plan: the steps that solve the request, in order."""
+
+    steps: list[str] = Field(
+        min_length=1, description="3 to 7 short, self-contained steps, in the order to do them"
+    )
+
+
+class PlanUpdate(_Steps):
+    """The steps still needed, in order; an empty list when the request is answered."""
+
+    steps: list[str] = Field(description="the remaining steps in order; [] when nothing is left")
+
+
+def plan_from_text(text: str) -> dict[str, Any] | None:
+    """Regex fallback of the planner: a plain numbered or bulleted list."""
+    items = numbered_items(text)
+    return {"steps": items} if items else None
+
+
+def update_from_text(text: str) -> dict[str, Any] | None:
+    """Regex fallback of the replanner: a list, or ``DONE`` for nothing left."""
+    items = numbered_items(text)
+    if items:
+        return {"steps": items}
+    return {"steps": []} if DONE_RE.search(clip(text)) else None
+
+
+class PlanExecuteState(LoopState, total=False):
+    """State of Plan-and-Execute."""
+
+    request: str
+    plan: list[str]
+    step_results: list[dict[str, str]]
+    current_step: int
+
+
+def call_budget(
+    *,
+    max_steps: int = 7,
+    max_step_iterations: int = 5,
+    replan: bool = False,
+    tool_selection: bool = False,
+) -> int:
+    """Most model replies one run can take (see ``create_plan_execute_graph``)."""
+    per_step = max_step_iterations + 1 + (2 if tool_selection else 0)
+    replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
+    return PLANNER_CALLS + max_steps * per_step + replans + 1
+
+
+@dataclass(frozen=True)
+class ReactCall(Call):
+    """A run of the ReAct subgraph inside a node, with enough supersteps for its budget.
+
+    The subgraph counts its supersteps on its own; a small ``recursion_limit`` meant for
+    the outer graph would otherwise cut a step's ReAct loop short (or end it in a
+    recursion error), so the subgraph gets at least what ``max_iterations`` needs.
+    """
+
+    max_iterations: int = 10
+
+    def _config(self, config: RunnableConfig) -> RunnableConfig:
+        needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
+        limit = max(int(config.get("recursion_limit") or 0), needed)
+        return {**config, "recursion_limit": limit}
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        return self.runnable.invoke(self.input, self._config(config))
+
+    async def ainvoke(self, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(self.input, self._config(config))
+
+
+def numbered(steps: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
+
+
+def results_text(results: Sequence[dict[str, str]]) -> str:
+    """Earlier step results for a prompt, each cut to 2,000 characters."""
+    if not results:
+        return "(none yet)"
+    lines = []
+    for i, record in enumerate(results, 1):
+        note = "" if record.get("status") == "completed" else f" [{record.get('status')}]"
+        lines.append(f"Step {i}: {record['step']}{note}\nResult: {record['result'][:RESULT_CHARS]}")
+    return "\n\n".join(lines)
+
+
+def with_instructions(settings: LoopSettings, text: str) -> SystemMessage:
+    """A system prompt with the caller's extra instructions first."""
+    return SystemMessage(f"{settings.system_prompt}\n\n{text}" if settings.system_prompt else text)
+
+
+def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
+    """Apply a human's decision on the plan; raise ValueError on a malformed one."""
+    kind = decision.get("type") if isinstance(decision, dict) else None
+    if kind == "approve":
+        return {}
+    if kind == "edit":
+        edited = decision.get("steps")
+        if (
+            not isinstance(edited, list)
+            or not edited
+            or not all(isinstance(step, str) and step.strip() for step in edited)
+        ):
+            raise ValueError(
+                "an edit decision needs 'steps': a non-empty list of non-empty strings; "
+                f"got {edited!r}"
+            )
+        if len(edited) > max_steps:
+            raise ValueError(
+                f"an edited plan may have at most max_steps={max_steps} steps; got {len(edited)}"
+            )
+        return {"plan": [step.strip() for step in edited]}
+    if kind == "reject":
+        message = str(decision.get("message") or "no reason given")
+        return {"status": "error", "error": f"plan rejected: {message}", "answer": ""}
+    raise ValueError(
+        "resume with {'type': 'approve'}, {'type': 'edit', 'steps': [...]} or "
+        f"{{'type': 'reject', 'message': '...'}}; got {decision!r}"
+    )
+
+
+def build_plan_execute(
+    settings: LoopSettings,
+    *,
+    max_steps: int = 7,
+    max_step_iterations: int = 5,
+    replan: bool = False,
+    approve_plan: bool = False,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The uncompiled Plan-and-Execute graph for ``settings``."""
+    step_settings = dataclasses.replace(settings, max_iterations=max_step_iterations)
+    react_graph = build_react(step_settings).compile(name="react")
+
+    def low(state: dict[str, Any], needed: int = STEPS_TO_FINISH) -> bool:
+        return state.get("remaining_steps", needed + 1) <= needed
+
+    def plan_done(state: dict[str, Any]) -> bool:
+        return state.get("current_step", 0) >= len(state.get("plan") or [])
+
+    def prepare(state: PlanExecuteState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        return {
+            **start_run(state, new_fence()),
+            "request": question_text(state.get("messages", [])),
+            "plan": [],
+            "step_results": [],
+            "current_step": 0,
+            "tool_mode": resolve_mode(run),
+        }
+
+    def plan(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        high = min(PLAN_MAX_ASKED, max_steps)
+        instructions = PLANNER_SYSTEM.format(
+            low=min(PLAN_MIN_ASKED, high), high=high, tools=run.tools.describe() or NO_TOOLS
+        )
+        prompt = [with_instructions(run, instructions), *state["messages"]]
+        result = yield from structured_call(
+            run.chat_model, prompt, Plan, regex_fallback=plan_from_text, max_calls=PLANNER_CALLS
+        )
+        steps = list(result.value.steps)[:max_steps] if result.value is not None else []
+        return {
+            **result.state_update(),
+            "plan": steps or [state.get("request") or "Answer the request."],
+        }
+
+    def review_plan(state: PlanExecuteState) -> dict[str, Any]:
+        steps = list(state.get("plan") or [])
+        decision = interrupt({"plan": steps, "question": state.get("request", "")})
+        return review_decision(decision, steps, max_steps)
+
+    def execute(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        steps = state.get("plan") or []
+        index = state.get("current_step", 0)
+        done = list(state.get("step_results") or [])
+        prompt = EXECUTE_STEP.format(
+            request=state.get("request", ""),
+            plan=numbered(steps),
+            results=results_text(done),
+            number=index + 1,
+            step=steps[index],
+        )
+        run = step_settings.for_run(runtime)
+        out = yield ReactCall(react_graph, {"messages": [HumanMessage(prompt)]}, run.max_iterations)
+        status = out.get("status") or "error"
+        result = str(out.get("answer") or "")
+        update: dict[str, Any] = {
+            "llm_calls": out.get("llm_calls", 0),
+            "usage": out.get("usage") or empty_usage(),
+            "step_results": [*done, {"step": steps[index], "result": result, "status": status}],
+            "current_step": index + 1,
+            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+        }
+        if status == "error":
+            previous = next((r["result"] for r in reversed(done) if r["result"]), "")
+            return {
+                **update,
+                "status": "error",
+                "error": out.get("error") or f"step {index + 1} failed",
+                "answer": result or previous,
+            }
+        message = AIMessage(f"Step {index + 1}: {steps[index]}\nResult: {result}")
+        return {**update, "answer": result, "messages": [message]}
+
+    def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        steps = list(state.get("plan") or [])
+        index = state.get("current_step", 0)
+        room = max_steps - index
+        prompt = [
+            with_instructions(run, REPLAN_SYSTEM.format(room=room)),
+            HumanMessage(
+                REPLAN_USER.format(
+                    request=state.get("request", ""),
+                    results=results_text(state.get("step_results") or []),
+                    remaining=numbered(steps[index:]),
+                )
+            ),
+        ]
+        result = yield from structured_call(
+            run.chat_model,
+            prompt,
+            PlanUpdate,
+            regex_fallback=update_from_text,
+            max_calls=REPLAN_CALLS,
+        )
+        if result.value is None:
+            return result.state_update()
+        return {**result.state_update(), "plan": steps[:index] + list(result.value.steps)[:room]}
+
+    def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        results = state.get("step_results") or []
+        prompt = [
+            with_instructions(run, SYNTHESIZE_SYSTEM),
+            HumanMessage(
+                SYNTHESIZE_USER.format(
+                    request=state.get("request", ""), results=results_text(results)
+                )
+            ),
+        ]
+        reply, update = yield from call_model(run.chat_model, prompt)
+        text = final_answer_of(content_text(reply.content))
+        fallback = next((r["result"] for r in reversed(results) if r["result"]), "")
+        answer = text or fallback
+        return {
+            **update,
+            "answer": answer,
+            "status": "completed" if plan_done(state) else "max_iterations",
+            "messages": [AIMessage(answer)],
+        }
+
+    def route_prepared(state: dict[str, Any]) -> Literal["plan", "__end__"]:
+        return END if state.get("status") == "error" else "plan"
+
+    def route_planned(
+        state: dict[str, Any],
+    ) -> Literal["review_plan", "execute", "synthesize", "__end__"]:
+        if state.get("status") == "error":
+            return END
+        if low(state):
+            return "synthesize"
+        if not approve_plan:
+            return "execute"
+        # review, then at least one step and the synthesis must fit
+        return "review_plan" if not low(state, REVIEW_STEPS) else "synthesize"
+
+    def route_reviewed(state: dict[str, Any]) -> Literal["execute", "synthesize", "__end__"]:
+        # No check of remaining_steps here: review_plan only runs with room for a step,
+        # and LangGraph's update_state (used to settle a review) reports too few steps.
+        if state.get("status") == "error":
+            return END
+        return "synthesize" if plan_done(state) else "execute"
+
+    def route_executed(
+        state: dict[str, Any],
+    ) -> Literal["execute", "replan", "synthesize", "__end__"]:
+        if state.get("status") == "error":
+            return END
+        if low(state) or plan_done(state):
+            return "synthesize"
+        return "replan" if replan else "execute"
+
+    def route_replanned(state: dict[str, Any]) -> Literal["execute", "synthesize", "__end__"]:
+        if state.get("status") == "error":
+            return END
+        return "synthesize" if low(state) or plan_done(state) else "execute"
+
+    policy: RetryPolicy | None = settings.retry_policy
+    builder = StateGraph(PlanExecuteState, input_schema=InputState, context_schema=LoopContext)
+    builder.add_node("prepare", prepare)
+    builder.add_node("plan", as_node("plan", guard(plan, policy)), retry_policy=policy)
+    builder.add_node("execute", as_node("execute", guard(execute, policy)), retry_policy=policy)
+    builder.add_node(
+        "synthesize", as_node("synthesize", guard(synthesize, policy)), retry_policy=policy
+    )
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", route_prepared)
+    review = ["review_plan"] if approve_plan else []
+    builder.add_conditional_edges("plan", route_planned, [*review, "execute", "synthesize", END])
+    if approve_plan:
+        builder.add_node("review_plan", review_plan)
+        builder.add_conditional_edges("review_plan", route_reviewed)
+    revise_node = ["replan"] if replan else []
+    builder.add_conditional_edges(
+        "execute", route_executed, ["execute", *revise_node, "synthesize", END]
+    )
+    if replan:
+        builder.add_node("replan", as_node("replan", guard(revise, policy)), retry_policy=policy)
+        builder.add_conditional_edges("replan", route_replanned)
+    builder.add_edge("synthesize", END)
+    return builder
+
+
+def create_plan_execute_graph(
+    model: Any,
+    tools: ToolsArg = None,
+    *,
+    tool_mode: str = "auto",
+    max_steps: int = 7,
+    max_step_iterations: int = 5,
+    replan: bool = False,
+    approve_plan: bool = False,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str | None = None,
+    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    retry_policy: RetryPolicy | None = None,
+    interrupt_before_tools: bool | Sequence[str] = False,
+    system_prompt: str | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Build Plan-and-Execute: plan numbered steps, run each as a ReAct loop, synthesise.
+
+    Call budget (model replies, whatever the model says)::
+
+        2                                     planner (one reformat retry)
+        + max_steps × (max_step_iterations + 1)   one ReAct run per step
+        + 2 × (max_steps − 1)                 with replan=True (one revision after each
+                                              step that has steps after it)
+        + 1                                   synthesis
+
+    plus 2 per step when more than 12 tools are given (ReAct's tool selection). A run's
+    ``context`` ``max_iterations`` replaces ``max_step_iterations`` in the formula. A step
+    that ends with ``max_iterations`` is recorded and the plan goes on; if the graph runs
+    low on steps (``recursion_limit``) the remaining steps are skipped, the answer is
+    synthesised from the results so far and the status is ``max_iterations``.
+
+    Args:
+        model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
+        tools: LangChain tools or typed callables for the steps. None or empty: reasoning only.
+        tool_mode: ``auto``, ``native``, ``json`` or ``text`` (see ``create_react_graph``).
+        max_steps: Most plan steps executed; a longer plan is cut.
+        max_step_iterations: Model calls allowed in each step's ReAct loop.
+        replan: After each step, revise the remaining steps (may end the plan early).
+        approve_plan: Pause after planning with ``interrupt({"plan": [...], "question":
+            ...})``; resume with ``Command(resume={"type": "approve"})``, ``{"type":
+            "edit", "steps": [...]}`` or ``{"type": "reject", "message": "..."}`` (the run
+            then ends with ``status="error"``). Needs a checkpointer.
+        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
+        name: Name of the compiled graph.
+        max_tool_output_chars: Tool output longer than this is truncated.
+        tool_timeout: Seconds a tool call may take before it becomes an error observation.
+        retry_policy: LangGraph retry policy for model calls (default: transient failures).
+        interrupt_before_tools: True, or a list of tool names, to pause for approval.
+        system_prompt: Extra instructions placed before every system prompt of the loop.
+
+    Returns:
+        The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
+        ``status``, ``llm_calls``, ``usage``, ``tool_mode``, ``plan`` (list of steps),
+        ``step_results`` (``{"step", "result", "status"}`` per executed step),
+        ``current_step`` (steps executed) and, in ``messages``, one message per step
+        result and the final answer.
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong type or out of range.
+    """
+    check_positive("max_steps", max_steps)
+    check_positive("max_step_iterations", max_step_iterations)
+    for option, value in (("replan", replan), ("approve_plan", approve_plan)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{option} must be a bool; got {type(value).__name__}")
+    settings = make_settings(
+        model,
+        tools,
+        tool_mode=tool_mode,
+        max_tool_output_chars=max_tool_output_chars,
+        tool_timeout=tool_timeout,
+        retry_policy=retry_policy,
+        interrupt_before_tools=interrupt_before_tools,
+        system_prompt=system_prompt,
+    )
+    builder = build_plan_execute(
+        settings,
+        max_steps=max_steps,
+        max_step_iterations=max_step_iterations,
+        replan=replan,
+        approve_plan=approve_plan,
+    )
+    return builder.compile(checkpointer=checkpointer, name=name or "plan_execute")

@@ -1,0 +1,259 @@
+"""Reflexion: answer with ReAct, judge the answer, reflect on a failure, try again.
+
+Graph: ``prepare → generate → evaluate → (END | reflect → generate …)``. Each visit of
+``generate`` is one episode: a full run of the compiled ReAct subgraph on the
+conversation, with the reflections written so far placed in the user's turn. ``evaluate``
+asks for a SATISFACTORY/UNSATISFACTORY verdict (structured output with a text fallback);
+``reflect`` turns the feedback into a lesson for the next episode.
+
+Where the reflections go: the ReAct subgraph's system prompt stays exactly the same in
+every episode, and the reflections are written into the latest user message, ahead of the
+question. A per-episode ``system_prompt`` would need a differently configured (and
+recompiled) subgraph per episode and would change the first tokens of every prompt, which
+defeats prompt caching; a separate user message before the question would give two user
+turns in a row, which strict chat templates reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
+
+from loopgraphs.context import LoopContext
+from loopgraphs.graphs.plan_execute import ReactCall
+from loopgraphs.graphs.react import build_react, resolve_mode
+from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, new_fence
+from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, question_text
+from loopgraphs.nodes.generate import guard
+from loopgraphs.nodes.reflect import reflect_on
+from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.state import InputState, LoopState, empty_usage, start_run
+
+REFLECTIONS_BLOCK = """Lessons from your earlier attempts at this question (judged unsatisfactory):
+{lessons}
+Apply them in this attempt.
+
+Question:
+"""
+
+EVALUATOR_CALLS = 2
+EPISODE_STEPS = 3
+
+
+class ReflexionState(LoopState, total=False):
+    """State of Reflexion."""
+
+    request: str
+    transcript_start: int
+    episode: int
+    reflections: list[str]
+    evaluations: list[dict[str, Any]]
+    episode_answers: list[str]
+
+
+def call_budget(
+    *, max_reflections: int = 3, max_iterations: int = 10, tool_selection: bool = False
+) -> int:
+    """Most model replies one run can take (see ``create_reflexion_graph``)."""
+    per_episode = max_iterations + 1 + (2 if tool_selection else 0)
+    return max_reflections * per_episode + max_reflections * EVALUATOR_CALLS + max_reflections - 1
+
+
+def with_reflections(
+    conversation: Sequence[AnyMessage], reflections: Sequence[str]
+) -> list[AnyMessage]:
+    """The episode's input: the conversation with the lessons written into the latest user
+    message, ahead of its text (a new message; the caller's is left untouched)."""
+    messages = list(conversation)
+    if not reflections:
+        return messages
+    block = REFLECTIONS_BLOCK.format(lessons="\n".join(f"- {text}" for text in reflections))
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if isinstance(content, str):
+                merged: Any = block + content
+            else:
+                merged = [{"type": "text", "text": block}, *content]
+            messages[index] = message.model_copy(update={"content": merged, "id": None})
+            return messages
+    return [*messages, HumanMessage(block.rstrip())]
+
+
+def build_reflexion(
+    settings: LoopSettings, *, max_reflections: int = 3
+) -> StateGraph[Any, Any, Any, Any]:
+    """The uncompiled Reflexion graph for ``settings``."""
+    react_graph = build_react(settings).compile(name="react")
+
+    def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        messages = state.get("messages", [])
+        return {
+            **start_run(state, new_fence()),
+            "request": question_text(messages),
+            "transcript_start": len(messages),
+            "episode": 0,
+            "reflections": [],
+            "evaluations": [],
+            "episode_answers": [],
+            "tool_mode": resolve_mode(run),
+        }
+
+    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        messages = state["messages"]
+        conversation = messages[: state.get("transcript_start", len(messages))]
+        episode_input = with_reflections(conversation, state.get("reflections") or [])
+        run = settings.for_run(runtime)
+        out = yield ReactCall(react_graph, {"messages": episode_input}, run.max_iterations)
+        answers = list(state.get("episode_answers") or [])
+        status = out.get("status") or "error"
+        update: dict[str, Any] = {
+            "llm_calls": out.get("llm_calls", 0),
+            "usage": out.get("usage") or empty_usage(),
+            "episode": state.get("episode", 0) + 1,
+            "messages": list(out.get("messages", []))[len(episode_input) :],
+            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+        }
+        if status == "error":
+            return {
+                **update,
+                "status": "error",
+                "error": out.get("error") or "the episode failed",
+                "answer": out.get("answer") or (answers[-1] if answers else ""),
+            }
+        answer = str(out.get("answer") or "")
+        return {**update, "episode_answers": [*answers, answer], "answer": answer}
+
+    def evaluate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        answer = state.get("answer", "")
+        verdict, result = yield from evaluate_answer(
+            run.chat_model, state.get("request", ""), answer, max_calls=EVALUATOR_CALLS
+        )
+        record = evaluation_record(verdict)
+        update: dict[str, Any] = {
+            **result.state_update(),
+            "evaluations": [*(state.get("evaluations") or []), record],
+        }
+        if record["satisfactory"]:
+            update["status"] = "completed"
+        elif (
+            state.get("episode", 0) >= max_reflections
+            or state.get("remaining_steps", EPISODE_STEPS + 1) <= EPISODE_STEPS
+        ):
+            update["status"] = "max_iterations"
+        return update
+
+    def reflect(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        evaluations = state.get("evaluations") or []
+        feedback = evaluations[-1]["feedback"] if evaluations else ""
+        text, update = yield from reflect_on(
+            run.chat_model, state.get("request", ""), state.get("answer", ""), feedback
+        )
+        return {**update, "reflections": [*(state.get("reflections") or []), text]}
+
+    def route_prepared(state: dict[str, Any]) -> Literal["generate", "__end__"]:
+        return END if state.get("status") == "error" else "generate"
+
+    def route_generated(state: dict[str, Any]) -> Literal["evaluate", "__end__"]:
+        return END if state.get("status") == "error" else "evaluate"
+
+    def route_evaluated(state: dict[str, Any]) -> Literal["reflect", "__end__"]:
+        return "reflect" if state.get("status") == "running" else END
+
+    def route_reflected(state: dict[str, Any]) -> Literal["generate", "__end__"]:
+        return END if state.get("status") == "error" else "generate"
+
+    policy: RetryPolicy | None = settings.retry_policy
+    builder = StateGraph(ReflexionState, input_schema=InputState, context_schema=LoopContext)
+    builder.add_node("prepare", prepare)
+    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
+    builder.add_node("evaluate", as_node("evaluate", guard(evaluate, policy)), retry_policy=policy)
+    builder.add_node("reflect", as_node("reflect", guard(reflect, policy)), retry_policy=policy)
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", route_prepared)
+    builder.add_conditional_edges("generate", route_generated)
+    builder.add_conditional_edges("evaluate", route_evaluated)
+    builder.add_conditional_edges("reflect", route_reflected)
+    return builder
+
+
+def create_reflexion_graph(
+    model: Any,
+    tools: ToolsArg = None,
+    *,
+    tool_mode: str = "auto",
+    max_reflections: int = 3,
+    max_iterations: int = 10,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str | None = None,
+    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    retry_policy: RetryPolicy | None = None,
+    interrupt_before_tools: bool | Sequence[str] = False,
+    system_prompt: str | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Build Reflexion: ReAct episodes, each judged; failures are reflected on and retried.
+
+    Call budget (model replies, whatever the model says)::
+
+        max_reflections × (max_iterations + 1)   one ReAct run per episode
+        + max_reflections × 2                    evaluator (one reformat retry)
+        + (max_reflections − 1)                  reflections (none after the last episode)
+
+    plus 2 per episode when more than 12 tools are given (ReAct's tool selection); a run's
+    ``context`` ``max_iterations`` replaces ``max_iterations``. The run ends
+    ``completed`` at the first satisfactory answer; after ``max_reflections`` episodes
+    without one (or when the graph runs low on ``recursion_limit`` steps) it ends with
+    ``status="max_iterations"`` and the last episode's answer. An evaluator that produces
+    no usable verdict counts as "not satisfactory".
+
+    Args:
+        model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
+        tools: LangChain tools or typed callables. None or empty: plain chat episodes.
+        tool_mode: ``auto``, ``native``, ``json`` or ``text`` (see ``create_react_graph``).
+        max_reflections: Most episodes (attempts) in a run.
+        max_iterations: Model calls allowed in each episode's ReAct loop.
+        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
+        name: Name of the compiled graph.
+        max_tool_output_chars: Tool output longer than this is truncated.
+        tool_timeout: Seconds a tool call may take before it becomes an error observation.
+        retry_policy: LangGraph retry policy for model calls (default: transient failures).
+        interrupt_before_tools: True, or a list of tool names, to pause for approval.
+        system_prompt: Extra instructions placed before the ReAct system prompt.
+
+    Returns:
+        The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
+        ``status``, ``llm_calls``, ``usage``, ``tool_mode``, ``episode`` (episodes run),
+        ``reflections``, ``evaluations`` (``{"satisfactory", "feedback"}`` per episode),
+        ``episode_answers`` and, in ``messages``, every episode's transcript.
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong type or out of range.
+    """
+    check_positive("max_reflections", max_reflections)
+    settings = make_settings(
+        model,
+        tools,
+        tool_mode=tool_mode,
+        max_iterations=max_iterations,
+        max_tool_output_chars=max_tool_output_chars,
+        tool_timeout=tool_timeout,
+        retry_policy=retry_policy,
+        interrupt_before_tools=interrupt_before_tools,
+        system_prompt=system_prompt,
+    )
+    builder = build_reflexion(settings, max_reflections=max_reflections)
+    return builder.compile(checkpointer=checkpointer, name=name or "reflexion")

@@ -1,0 +1,165 @@
+"""The reusable evaluate and reflect building blocks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopgraphs.nodes.evaluate import (
+    Evaluation,
+    evaluate_answer,
+    evaluation_record,
+    parse_verdict,
+    question_text,
+)
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.reflect import MAX_REFLECTION_CHARS, normalise_reflection, reflect_on
+from loopgraphs.nodes.runner import run_sync
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.scripts import model_for
+
+
+def evaluate(model, answer="5 kg", **kwargs):
+    return run_sync(evaluate_answer(model, "How heavy?", answer, **kwargs), {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("UNSATISFACTORY: the unit is missing", (False, "the unit is missing")),
+        ("SATISFACTORY", (True, "")),
+        ("satisfactory — complete and correct.", (True, "complete and correct")),
+        ("Verdict: Unsatisfactory. Wrong city.", (False, "Wrong city")),
+        ("The answer is NOT satisfactory because it is vague", (False, "because it is vague")),
+        ("SATISFACTORY? No: UNSATISFACTORY, wrong year", (False, "wrong year")),
+    ],
+)
+def test_verdict_regex_checks_unsatisfactory_first(text, expected):
+    found = parse_verdict(text)
+    assert (found["satisfactory"], found["feedback"]) == expected
+
+
+@pytest.mark.parametrize("text", ["", "looks fine to me", "dissatisfaction", '{"ok": true}'])
+def test_verdict_regex_without_a_verdict_word(text):
+    assert parse_verdict(text) is None
+
+
+def test_verdict_regex_is_linear_on_hostile_text():
+    found = parse_verdict("NOT " * 50_000 + "x")
+    assert found is None
+
+
+def test_native_tool_call_verdict():
+    model = model_for("native", [calls(tool_call("Evaluation", {"satisfactory": True}))])
+    value, result = evaluate(model)
+    assert value == Evaluation(satisfactory=True, feedback="")
+    assert (result.level, result.calls, model.call_count) == ("native", 1, 1)
+    prompt = "\n".join(content_text(m.content) for m in model.prompts[0])
+    assert "How heavy?" in prompt and "<answer>\n5 kg\n</answer>" in prompt
+
+
+def test_provider_json_verdict():
+    model = model_for("json", [json.dumps({"satisfactory": False, "feedback": "no source"})])
+    value, result = evaluate(model)
+    assert (value.satisfactory, value.feedback, result.level) == (False, "no source", "json")
+
+
+def test_text_verdict_through_the_regex_fallback():
+    model = model_for("text", ["UNSATISFACTORY - it ignores the unit"])
+    value, result = evaluate(model)
+    assert (value.satisfactory, value.feedback) == (False, "it ignores the unit")
+    assert (result.level, result.calls) == ("text", 1)
+
+
+def test_native_model_answering_in_text_is_read_without_extra_calls():
+    model = model_for("native", ["I'd say SATISFACTORY.", "SATISFACTORY, really."])
+    value, result = evaluate(model)
+    assert value.satisfactory is True
+    assert (result.level, result.calls) == ("native", 1) and model.call_count == 1
+
+
+def test_garbage_evaluator_output_is_not_satisfactory():
+    model = model_for("native", ["%%%", "{not json", "never reached"])
+    value, result = evaluate(model)
+    assert value is None and result.calls == 2 == model.call_count
+    assert evaluation_record(value) == {"satisfactory": False, "feedback": "evaluation failed"}
+
+
+def test_schema_mismatch_in_provider_json_is_an_unusable_reply():
+    model = model_for("json", [json.dumps({"verdict": "meh"}), json.dumps({"satisfactory": True})])
+    value, result = evaluate(model)
+    assert value.satisfactory is True
+    assert (result.level, result.calls) == ("json", 2) and model.call_count == 2
+
+
+def test_authentication_failure_is_raised_at_once():
+    model = model_for("native", [ProviderError(401, "invalid api key")], repeat_last=True)
+    with pytest.raises(ProviderError, match="invalid api key"):
+        evaluate(model)
+    assert model.call_count == 1
+
+
+def test_rejection_at_every_level_is_raised():
+    model = model_for("native", [ProviderError(400, "context too long")], repeat_last=True)
+    with pytest.raises(ProviderError, match="context too long"):
+        evaluate(model)
+    assert model.call_count == 3  # native, json and text were each tried once
+
+
+def test_transient_failure_is_left_to_the_retry_policy():
+    model = model_for("native", [ProviderError(503, "overloaded")])
+    with pytest.raises(ProviderError, match="overloaded"):
+        evaluate(model)
+
+
+def test_evaluate_rejects_a_bad_max_calls():
+    with pytest.raises(ValueError, match="max_calls"):
+        evaluate(model_for("native", []), max_calls=0)
+
+
+def test_question_text_reads_the_latest_user_message():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    messages = [HumanMessage("first"), AIMessage("reply"), HumanMessage("second"), AIMessage("x")]
+    assert question_text(messages) == "second"
+    assert question_text([AIMessage("only")]) == "only"
+    assert question_text([]) == ""
+
+
+# reflect ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Reflection: I should use the tool.", "I should use the tool."),
+        ("**Reflection:** Check   the\n units.", "Check the units."),
+        ("  reflection : quoted?", "quoted?"),
+        ('"Use the calculator."', "Use the calculator."),
+        ("No label here.", "No label here."),
+    ],
+)
+def test_reflection_is_normalised(text, expected):
+    assert normalise_reflection(text) == expected
+
+
+def test_long_reflection_is_capped():
+    assert len(normalise_reflection("word " * 1000)) <= MAX_REFLECTION_CHARS + 2
+
+
+def test_reflect_on_makes_one_call_with_the_whole_context():
+    model = ScriptedChatModel(replies=["Reflection: I skipped the unit. State it next time."])
+    text, update = run_sync(reflect_on(model, "How heavy?", "5", "the unit is missing"), {})
+    assert text == "I skipped the unit. State it next time."
+    assert update["llm_calls"] == 1 == model.call_count and update["usage"]["output_tokens"] > 0
+    prompt = "\n".join(content_text(m.content) for m in model.prompts[0])
+    assert all(
+        part in prompt for part in ("How heavy?", "<attempt>\n5\n</attempt>", "the unit is missing")
+    )
+
+
+def test_empty_reflection_falls_back_to_the_feedback():
+    model = ScriptedChatModel(replies=["Reflection:   "])
+    text, update = run_sync(reflect_on(model, "q", "a", "wrong city"), {})
+    assert "wrong city" in text and update["llm_calls"] == 1

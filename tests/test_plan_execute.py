@@ -1,0 +1,443 @@
+"""Plan-and-Execute scenarios in every tool mode, on the scripted model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from loopgraphs.graphs.plan_execute import (
+    Plan,
+    PlanUpdate,
+    call_budget,
+    create_plan_execute_graph,
+    numbered_items,
+    plan_from_text,
+    update_from_text,
+)
+from loopgraphs.nodes.parse import content_text
+from tests.fakes import ProviderError, calls, tool_call
+from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+STEPS = ["find a", "find b", "combine a and b"]
+
+
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def structured(mode: str, schema: str, data: dict) -> object:
+    """A structured reply: a native call of the schema tool, else the JSON text."""
+    if mode == "native":
+        return calls(tool_call(schema, data))
+    return json.dumps(data)
+
+
+def text_of(prompt: list) -> str:
+    return "\n".join(content_text(m.content) for m in prompt)
+
+
+def build(mode: str, replies: list, *, model_kwargs: dict | None = None, **kwargs):
+    model = model_for(mode, replies, **(model_kwargs or {}))
+    graph = create_plan_execute_graph(
+        model, kwargs.pop("tools", [lookup]), tool_mode=mode, retry_policy=FAST_RETRY, **kwargs
+    )
+    return model, graph
+
+
+def three_step_script(mode: str) -> list:
+    return [
+        structured(mode, "Plan", {"steps": STEPS}),
+        act(mode, "lookup", {"key": "a"}),
+        final(mode, "A=1"),
+        act(mode, "lookup", {"key": "b"}),
+        final(mode, "B=2"),
+        act(mode, "lookup", {"key": "a+b"}),
+        final(mode, "A+B=3"),
+        "The total is 3.",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_three_step_plan_carries_results_forward(mode):
+    model, graph = build(mode, three_step_script(mode))
+    out = graph.invoke({"messages": [("user", "Add a and b.")]})
+    assert out["plan"] == STEPS
+    assert out["status"] == "completed" and out["answer"] == "The total is 3."
+    assert out["llm_calls"] == 8 == model.call_count
+    assert out["current_step"] == 3
+    assert out["tool_mode"] == mode
+    assert [(r["step"], r["result"], r["status"]) for r in out["step_results"]] == [
+        ("find a", "A=1", "completed"),
+        ("find b", "B=2", "completed"),
+        ("combine a and b", "A+B=3", "completed"),
+    ]
+    step1, step2, step3, synthesis = (text_of(model.prompts[i]) for i in (1, 3, 5, 7))
+    assert "Add a and b." in step1 and "(none yet)" in step1 and "step 1 only: find a" in step1
+    assert "A=1" in step2 and "step 2 only: find b" in step2
+    assert "A=1" in step3 and "B=2" in step3 and "step 3 only" in step3
+    assert "value of a" in text_of(model.prompts[2])  # the step's own tool observation
+    assert all(r in synthesis for r in ("A=1", "B=2", "A+B=3"))
+    assert isinstance(out["messages"][-1], AIMessage)
+    assert content_text(out["messages"][-1].content) == "The total is 3."
+    assert out["usage"]["input_tokens"] > 0
+
+
+async def test_plan_runs_under_ainvoke():
+    model, graph = build("native", three_step_script("native"))
+    out = await graph.ainvoke({"messages": [("user", "Add a and b.")]})
+    assert (out["status"], out["answer"], out["llm_calls"]) == ("completed", "The total is 3.", 8)
+    assert model.call_count == 8
+
+
+def test_plan_as_plain_numbered_list_in_text_profile():
+    listing = "Here is the plan:\n1. find a\n2) find b\n- combine a and b\nThat is all."
+    script = [listing, final("text", "A"), final("text", "B"), final("text", "AB"), "Done: AB"]
+    model, graph = build("text", script)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == STEPS
+    assert out["llm_calls"] == 5 == model.call_count
+    assert out["answer"] == "Done: AB"
+
+
+def test_native_planner_reply_in_plain_text_is_still_read():
+    listing = "1. find a\n2. find b"
+    script = [listing, final("native", "A"), final("native", "B"), "AB"]
+    model, graph = build("native", script)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["find a", "find b"]
+    assert out["llm_calls"] == 4 == model.call_count
+    assert "could not be parsed" not in content_text(model.prompts[1][-1].content)
+
+
+def test_planner_failure_runs_the_request_as_one_step():
+    script = ["no plan here", "still no plan", final("native", "42"), "It is 42."]
+    model, graph = build("native", script)
+    out = graph.invoke({"messages": [("user", "What is six times seven?")]})
+    assert out["plan"] == ["What is six times seven?"]
+    assert out["answer"] == "It is 42." and out["status"] == "completed"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_long_plan_is_cut_to_max_steps():
+    plan = structured("native", "Plan", {"steps": [f"step {i}" for i in range(1, 6)]})
+    model, graph = build(
+        "native", [plan, final("native", "1"), final("native", "2"), "12"], max_steps=2
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["step 1", "step 2"] and out["current_step"] == 2
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_inner_max_iterations_is_recorded_and_the_plan_goes_on():
+    script = [
+        structured("native", "Plan", {"steps": ["slow step", "quick step"]}),
+        act("native", "lookup", {"key": "x"}),
+        final("native", "partial"),  # the forced final answer of step 1
+        final("native", "quick"),
+        "partial and quick",
+    ]
+    model, graph = build("native", script, max_step_iterations=1)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert [r["status"] for r in out["step_results"]] == ["max_iterations", "completed"]
+    assert out["step_results"][0]["result"] == "partial"
+    assert "[max_iterations]" in text_of(model.prompts[3])
+    assert out["status"] == "completed" and out["llm_calls"] == 5 == model.call_count
+
+
+def test_step_error_propagates():
+    script = [structured("native", "Plan", {"steps": STEPS}), ProviderError(401, "invalid api key")]
+    model, graph = build("native", script)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "error" and "401" in out["error"] and "invalid api key" in out["error"]
+    assert out["step_results"][0]["status"] == "error"
+    assert model.call_count == 2 and out["llm_calls"] == 1
+    assert isinstance(out["answer"], str)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_replan_revises_the_remaining_steps(mode):
+    script = [
+        structured(mode, "Plan", {"steps": STEPS}),
+        final(mode, "A=1"),
+        structured(mode, "PlanUpdate", {"steps": ["add 1 and b"]}),
+        final(mode, "3"),
+        "It is 3.",
+    ]
+    model, graph = build(mode, script, replan=True)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["find a", "add 1 and b"]
+    assert [r["step"] for r in out["step_results"]] == ["find a", "add 1 and b"]
+    replan_prompt = text_of(model.prompts[2])
+    assert "A=1" in replan_prompt and "find b" in replan_prompt
+    assert "step 2 only: add 1 and b" in text_of(model.prompts[3])
+    assert out["llm_calls"] == 5 == model.call_count  # no revision after the last step
+    assert out["status"] == "completed"
+
+
+@pytest.mark.parametrize(("mode", "done"), [("native", None), ("text", "DONE")])
+def test_replan_can_finish_early(mode, done):
+    update = done if done else structured(mode, "PlanUpdate", {"steps": []})
+    script = [structured(mode, "Plan", {"steps": STEPS}), final(mode, "A=1"), update, "1"]
+    model, graph = build(mode, script, replan=True)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["find a"] and out["current_step"] == 1
+    assert out["status"] == "completed" and out["answer"] == "1"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_failed_replan_keeps_the_plan():
+    script = [
+        structured("native", "Plan", {"steps": ["one", "two"]}),
+        final("native", "1"),
+        "garbage",
+        "more garbage",
+        final("native", "2"),
+        "12",
+    ]
+    model, graph = build("native", script, replan=True)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["one", "two"] and out["current_step"] == 2
+    assert out["llm_calls"] == 6 == model.call_count
+
+
+def approval_graph(replies: list):
+    model = model_for("native", replies)
+    graph = create_plan_execute_graph(
+        model, [lookup], approve_plan=True, checkpointer=InMemorySaver(), retry_policy=FAST_RETRY
+    )
+    return model, graph
+
+
+def test_approve_plan_interrupts_and_edit_runs_the_edited_steps():
+    plan = structured("native", "Plan", {"steps": STEPS})
+    model, graph = approval_graph([plan, final("native", "X"), final("native", "Y"), "X and Y"])
+    config = {"configurable": {"thread_id": "edit"}}
+    paused = graph.invoke({"messages": [("user", "q")]}, config)
+    [pending] = paused["__interrupt__"]
+    assert pending.value == {"plan": STEPS, "question": "q"}
+    assert model.call_count == 1
+    out = graph.invoke(
+        Command(resume={"type": "edit", "steps": ["first edit", " second edit "]}), config
+    )
+    assert out["plan"] == ["first edit", "second edit"]
+    assert "step 1 only: first edit" in text_of(model.prompts[1])
+    assert "step 2 only: second edit" in text_of(model.prompts[2])
+    assert out["status"] == "completed" and out["answer"] == "X and Y"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_approve_plan_approve_runs_the_plan():
+    plan = structured("native", "Plan", {"steps": ["only"]})
+    model, graph = approval_graph([plan, final("native", "X"), "X!"])
+    config = {"configurable": {"thread_id": "approve"}}
+    graph.invoke({"messages": [("user", "q")]}, config)
+    out = graph.invoke(Command(resume={"type": "approve"}), config)
+    assert out["plan"] == ["only"] and out["answer"] == "X!"
+    assert out["llm_calls"] == 3 == model.call_count
+
+
+def test_approve_plan_reject_ends_with_error():
+    model, graph = approval_graph([structured("native", "Plan", {"steps": STEPS})])
+    config = {"configurable": {"thread_id": "reject"}}
+    graph.invoke({"messages": [("user", "q")]}, config)
+    out = graph.invoke(Command(resume={"type": "reject", "message": "too many steps"}), config)
+    assert out["status"] == "error" and out["error"] == "plan rejected: too many steps"
+    assert out["step_results"] == [] and model.call_count == 1
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [{"type": "edit", "steps": []}, {"type": "edit", "steps": ["ok", 3]}, {"type": "maybe"}, "yes"],
+)
+def test_malformed_review_decision_raises(decision):
+    plan = structured("native", "Plan", {"steps": ["only"]})
+    model, graph = approval_graph([plan, final("native", "X"), "X!"])
+    config = {"configurable": {"thread_id": "bad"}}
+    graph.invoke({"messages": [("user", "q")]}, config)
+    with pytest.raises(ValueError, match=r"steps|resume with"):
+        graph.invoke(Command(resume=decision), config)
+    # LangGraph keeps the answered resume value, so the review is settled from outside:
+    graph.update_state(config, {"plan": ["fixed step"]}, as_node="review_plan")
+    out = graph.invoke(None, config)
+    assert out["plan"] == ["fixed step"] and out["answer"] == "X!"
+    assert "step 1 only: fixed step" in text_of(model.prompts[1])
+
+
+# adversarial models ----------------------------------------------------------------------
+
+ADVERSARIAL = {"max_steps": 3, "max_step_iterations": 2, "replan": True}
+BUDGET = call_budget(max_steps=3, max_step_iterations=2, replan=True)
+
+
+def test_budget_formula():
+    assert BUDGET == 2 + 3 * (2 + 1) + 2 * (3 - 1) + 1 == 16
+    assert call_budget() == 2 + 7 * 6 + 1
+    assert call_budget(tool_selection=True) == 2 + 7 * 8 + 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_random_text_model_ends_within_budget(mode):
+    rng = random.Random(7)
+    words = ["lorem", "ipsum", "{", "}", "Action", "42", "plan", ":", "\n", "zzz"]
+
+    def noise(messages):
+        return " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
+
+    model, graph = build(mode, [noise], model_kwargs={"repeat_last": True}, **ADVERSARIAL)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] in ("completed", "max_iterations")
+    assert isinstance(out["answer"], str)
+    assert out["llm_calls"] <= BUDGET and out["llm_calls"] == model.call_count
+
+
+def never_finishing(mode: str):
+    """Always calls a tool, and answers the planner and replanner only after a reformat
+    request, so that every part of the budget is spent."""
+    counter = itertools.count()
+
+    def reply(messages):
+        system = content_text(messages[0].content)
+        reformat = "could not be parsed as the required JSON" in content_text(messages[-1].content)
+        if "You plan the work" in system and reformat:
+            return structured(mode, "Plan", {"steps": [f"step {i}" for i in range(6)]})
+        if "You keep a plan up to date" in system and reformat:
+            return structured(mode, "PlanUpdate", {"steps": ["again", "and again", "more"]})
+        return act(mode, "lookup", {"key": str(next(counter))})
+
+    return reply
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_never_finishing_model_spends_exactly_the_budget(mode):
+    model, graph = build(
+        mode, [never_finishing(mode)], model_kwargs={"repeat_last": True}, **ADVERSARIAL
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["llm_calls"] == BUDGET == model.call_count
+    assert [r["status"] for r in out["step_results"]] == ["max_iterations"] * 3
+    assert out["status"] == "completed"  # the plan ran to its end and synthesis ran
+    assert isinstance(out["answer"], str) and out["answer"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_permanent_provider_error_ends_with_error(mode):
+    model, graph = build(
+        mode,
+        [ProviderError(401, "invalid api key")],
+        model_kwargs={"repeat_last": True},
+        **ADVERSARIAL,
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["status"] == "error" and "401" in out["error"]
+    assert model.call_count == 1 and out["llm_calls"] == 0
+    assert isinstance(out["answer"], str)
+
+
+@pytest.mark.parametrize("limit", [4, 7, 12])
+def test_small_recursion_limit_never_raises(limit):
+    model, graph = build(
+        "native",
+        [never_finishing("native")],
+        model_kwargs={"repeat_last": True},
+        max_steps=7,
+        replan=True,
+    )
+    out = graph.invoke({"messages": [("user", "q")]}, {"recursion_limit": limit})
+    assert out["status"] == "max_iterations"
+    assert out["current_step"] < len(out["plan"])
+    assert out["llm_calls"] == model.call_count
+    assert out["llm_calls"] <= call_budget(max_steps=7, replan=True)
+    assert isinstance(out["answer"], str)
+
+
+def test_empty_input_is_a_clear_error():
+    model, graph = build("native", [])
+    out = graph.invoke({"messages": []})
+    assert out["status"] == "error" and "no messages" in out["error"]
+    assert model.call_count == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"max_steps": 0}, ValueError, "max_steps"),
+        ({"max_steps": 2.5}, TypeError, "max_steps"),
+        ({"max_step_iterations": 0}, ValueError, "max_step_iterations"),
+        ({"max_step_iterations": "5"}, TypeError, "max_step_iterations"),
+        ({"replan": "yes"}, TypeError, "replan"),
+        ({"approve_plan": 1}, TypeError, "approve_plan"),
+        ({"tool_mode": "xml"}, ValueError, "tool_mode"),
+        ({"tool_timeout": 0}, ValueError, "tool_timeout"),
+    ],
+)
+def test_bad_factory_arguments(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        create_plan_execute_graph(model_for("native", []), [lookup], **kwargs)
+
+
+# plan parsing ----------------------------------------------------------------------------
+
+
+def test_numbered_items_reads_common_list_forms():
+    text = "Plan:\n1. one\n  2) two\n- three\n* four\nStep 5: five\nnot an item\n6.no space"
+    assert numbered_items(text) == ["one", "two", "three", "four", "five"]
+    assert plan_from_text("nothing to see") is None
+    assert update_from_text("DONE") == {"steps": []}
+    assert update_from_text("1. more") == {"steps": ["more"]}
+    assert update_from_text("I am not done yet") is None
+
+
+def test_plan_schema_cleans_what_models_send():
+    plan = Plan.model_validate({"plan": ["1. one", {"description": "two"}, "  ", "3) three"]})
+    assert plan.steps == ["one", "two", "three"]
+    assert Plan.model_validate({"steps": "1. a\n2. b"}).steps == ["a", "b"]
+    with pytest.raises(ValueError):
+        Plan.model_validate({"steps": ["", " "]})
+    assert PlanUpdate.model_validate({"steps": []}).steps == []
+    with pytest.raises(ValueError):
+        PlanUpdate.model_validate({"unrelated": 1})
+
+
+def test_graph_shape_snapshot():
+    _, graph = build("native", [], replan=True, approve_plan=True)
+    assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "plan_execute.mmd").read_text()
+    _, plain = build("native", [])
+    nodes = set(plain.get_graph().nodes)
+    assert {"plan", "execute", "synthesize"} <= nodes
+    assert not {"review_plan", "replan"} & nodes
+
+
+def test_tool_approval_inside_a_step_pauses_and_resumes():
+    plan = structured("native", "Plan", {"steps": ["one", "two"]})
+    script = [
+        plan,
+        act("native", "lookup", {"key": "a"}),
+        final("native", "A"),
+        final("native", "B"),
+        "AB",
+    ]
+    model = model_for("native", script)
+    graph = create_plan_execute_graph(
+        model,
+        [lookup],
+        interrupt_before_tools=True,
+        checkpointer=InMemorySaver(),
+        retry_policy=FAST_RETRY,
+    )
+    config = {"configurable": {"thread_id": "tools"}}
+    paused = graph.invoke({"messages": [("user", "q")]}, config)
+    [pending] = paused["__interrupt__"]
+    assert pending.value["action_requests"][0]["name"] == "lookup"
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert "value of a" in text_of(model.prompts[2])
+    assert out["status"] == "completed" and out["answer"] == "AB"
+    assert out["llm_calls"] == 5 == model.call_count  # the paused step was not re-asked
