@@ -155,8 +155,11 @@ def parse_react_text(text: str) -> Step:
     answer = after_marker(text, FINAL_ANSWER_RE)
     if answer is not None:
         observation = OBSERVATION_RE.search(answer)
-        return Step("final", thought=thought, answer=answer[: observation.start()].strip()
-                    if observation else answer)
+        return Step(
+            "final",
+            thought=thought,
+            answer=answer[: observation.start()].strip() if observation else answer,
+        )
     action_match = ACTION_RE.search(text)
     if action_match is None or not action_match.group(1).strip():
         return Step("none", thought=thought)

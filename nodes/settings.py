@@ -128,13 +128,21 @@ def make_settings(
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
     registry = ToolRegistry(list(tools or ()))
     check_positive("max_tool_output_chars", max_tool_output_chars, minimum=100)
-    if tool_timeout is not None and (not isinstance(tool_timeout, (int, float)) or tool_timeout <= 0):
-        raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {tool_timeout!r}")
+    if tool_timeout is not None and (
+        not isinstance(tool_timeout, (int, float)) or tool_timeout <= 0
+    ):
+        raise ValueError(
+            f"tool_timeout must be a positive number of seconds or None; got {tool_timeout!r}"
+        )
     if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
-        raise TypeError(f"retry_policy must be a langgraph RetryPolicy; got {type(retry_policy).__name__}")
+        raise TypeError(
+            f"retry_policy must be a langgraph RetryPolicy; got {type(retry_policy).__name__}"
+        )
     if isinstance(interrupt_before_tools, bool):
         review: bool | frozenset[str] = interrupt_before_tools
-    elif isinstance(interrupt_before_tools, Sequence) and not isinstance(interrupt_before_tools, str):
+    elif isinstance(interrupt_before_tools, Sequence) and not isinstance(
+        interrupt_before_tools, str
+    ):
         unknown = sorted(set(interrupt_before_tools) - set(registry.names))
         if unknown:
             raise ValueError(

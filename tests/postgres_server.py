@@ -73,7 +73,9 @@ def postgres_uri() -> Iterator[str]:
         )
         options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1"
         subprocess.run(
-            _as_postgres([pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]),
+            _as_postgres(
+                [pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"]
+            ),
             check=True,
             capture_output=True,
             timeout=120,
