@@ -7,15 +7,21 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
+from loopgraphs.graphs.cot import create_cot_graph
+from loopgraphs.graphs.critic import create_critic_graph
 from loopgraphs.graphs.plan_execute import create_plan_execute_graph
 from loopgraphs.graphs.react import create_react_graph
 from loopgraphs.graphs.reflexion import create_reflexion_graph
+from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
 
 LOOPS: dict[str, Callable[..., CompiledStateGraph[Any, Any, Any, Any]]] = {
+    "cot": create_cot_graph,
     "react": create_react_graph,
     "plan_execute": create_plan_execute_graph,
     "reflexion": create_reflexion_graph,
+    "self_ask": create_self_ask_graph,
+    "critic": create_critic_graph,
     "tot": create_tot_graph,
 }
 

@@ -1,0 +1,433 @@
+"""CRITIC: draft an answer, find its checkable claims, verify them with tools, revise.
+
+Graph: ``prepare → generate → critique → parse → call_tool → revise → critique ...``.
+``generate`` writes the draft; ``critique`` lists the claims to check (or says
+``VERIFIED``); ``parse`` reads them; ``call_tool`` runs every check of a round
+concurrently; ``revise`` rewrites the draft from the results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite, RetryPolicy
+from pydantic import BaseModel, Field
+
+from loopgraphs import prompts
+from loopgraphs.context import LoopContext
+from loopgraphs.graphs.react import execute_requests, resolve_mode
+from loopgraphs.nodes.call_tool import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    ToolRequest,
+    fence_output,
+    new_fence,
+)
+from loopgraphs.nodes.generate import call_model, guard
+from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique, unfence
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.structured import Level, structured_call
+from loopgraphs.state import InputState, LoopState, merge_dict, start_run
+
+CRITIQUE_TEXT_SYSTEM = """You check a draft answer for factual errors before it is sent.
+Find the specific claims in the draft that could be wrong and can be checked (numbers,
+dates, names, places, quantities) and say how to check each one with a tool.
+Available tools:
+{tools}
+
+Reply with one block per claim, in exactly this format:
+CLAIM: <the claim as the draft states it>
+TOOL: <tool name>
+TOOL INPUT: <input for the tool: plain text, or JSON arguments>
+
+If the evidence already gathered confirms every claim, or the draft has nothing to
+check, reply with only the word VERIFIED.
+{fence_note}"""
+
+CRITIQUE_JSON_SYSTEM = """You check a draft answer for factual errors before it is sent.
+Find the specific claims in the draft that could be wrong and can be checked (numbers,
+dates, names, places, quantities) and say how to check each one with a tool.
+Available tools:
+{tools}
+
+Reply with a JSON object: "verified" is true when the evidence already gathered
+confirms every claim or the draft has nothing to check; otherwise "claims" lists, for
+each claim to check, "claim" (as the draft states it), "tool" (a tool name) and
+"tool_input" (plain text, or the tool's JSON arguments as a string).
+{fence_note}"""
+
+CRITIQUE_REQUEST = """Draft answer to check:
+{draft}
+{evidence}
+List the claims to verify, or reply VERIFIED."""
+
+EVIDENCE = """
+Evidence already gathered:
+{results}
+"""
+
+REVISE_SYSTEM = """You revise a draft answer using verification results from tools.
+Correct every statement the results contradict, keep what they confirm, and do not add
+facts that neither the draft nor the results support. Reply with only the revised
+answer, written for the user, with no notes about the checks.
+{fence_note}"""
+
+REVISE_REQUEST = """Draft answer:
+{draft}
+
+Verification results:
+{results}
+
+Write the revised answer."""
+
+# Graph steps a critique round needs (critique, parse, call_tool, revise) plus one.
+STEPS_FOR_ROUND = 5
+STEPS_FOR_CHECKS = 3  # call_tool, revise, plus one
+
+
+class ClaimCheck(BaseModel):
+    """One claim of the draft and how to verify it."""
+
+    claim: str = Field(default="", description="The claim, as the draft states it.")
+    tool: str = Field(default="", description="Name of the tool that can verify the claim.")
+    tool_input: str | dict[str, Any] = Field(
+        default="", description="Input for the tool: text, or the tool's JSON arguments."
+    )
+
+
+class CritiqueReport(BaseModel):
+    """The critique of a draft answer."""
+
+    verified: bool = Field(default=False, description="True when no claim needs checking.")
+    claims: list[ClaimCheck] = Field(
+        default_factory=list, description="Claims to verify with tools."
+    )
+
+
+class CriticState(LoopState, total=False):
+    """State of the CRITIC loop.
+
+    ``draft`` is the current answer, ``round`` the number of critiques made,
+    ``claims`` every claim checked so far (``{"claim", "tool", "tool_input",
+    "observation", "round"}``), ``verified`` whether the last critique accepted the
+    draft, ``critique`` the last critique's text and ``pending`` the claims of the
+    current round waiting for their checks.
+    """
+
+    draft: str
+    claims: list[dict[str, Any]]
+    round: int
+    verified: bool
+    critique: str
+    critique_data: dict[str, Any] | None
+    pending: list[dict[str, Any]]
+    tool_history: Annotated[dict[str, str], merge_dict]
+    transcript_start: int
+
+
+def _steps_left(state: Mapping[str, Any]) -> int:
+    return int(state.get("remaining_steps", 1_000_000))
+
+
+def _input_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _results(claims: Sequence[dict[str, Any]], fence: str, limit: int) -> str:
+    lines = []
+    for number, item in enumerate(claims, 1):
+        observation = fence_output(
+            item.get("observation", ""), fence, max(limit, len(item.get("observation", "")))
+        )
+        lines.append(
+            f"{number}. Claim: {item['claim']}\n"
+            f"   Check: {item['tool']}({_input_text(item['tool_input'])})\n"
+            f"   Result:\n{observation}"
+        )
+    return "\n".join(lines)
+
+
+def _with_system(settings: LoopSettings, text: str) -> SystemMessage:
+    return SystemMessage(f"{settings.system_prompt}\n\n{text}" if settings.system_prompt else text)
+
+
+def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
+    """The structured critique when there is one, else the critique text parsed."""
+    if data is not None:
+        if data.get("verified"):
+            return Critique(verified=True)
+        claims = [
+            found
+            for item in data.get("claims") or []
+            if (found := make_claim(item.get("claim"), item.get("tool"), item.get("tool_input")))
+        ]
+        if claims:
+            return Critique(claims=claims[:MAX_CLAIMS])
+    return parse_critique(text)
+
+
+def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
+    """The uncompiled CRITIC graph for ``settings``."""
+
+    def prepare(state: CriticState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        update: dict[str, Any] = {
+            **start_run(dict(state), new_fence()),
+            "tool_mode": resolve_mode(run),
+            "draft": "",
+            "claims": [],
+            "round": 0,
+            "verified": False,
+            "critique": "",
+            "critique_data": None,
+            "pending": [],
+            "tool_history": Overwrite({}),
+            "transcript_start": len(state.get("messages", [])),
+        }
+        if update["status"] == "running" and _steps_left(state) < 2:
+            update.update(status="max_iterations", answer="")
+        return update
+
+    def conversation(state: dict[str, Any]) -> list[AnyMessage]:
+        messages = state["messages"]
+        return list(messages[: state.get("transcript_start", len(messages))])
+
+    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        reply, update = yield from call_model(
+            run.chat_model, [_with_system(run, prompts.CHAT_SYSTEM), *conversation(state)]
+        )
+        draft = content_text(reply.content).strip()
+        done: dict[str, Any] = {}
+        if not run.tools or state.get("tool_mode") == "none":
+            done = {"status": "completed"}
+        elif _steps_left(state) < STEPS_FOR_ROUND:
+            done = {"status": "max_iterations"}
+        return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
+
+    def critique(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        model = run.chat_model
+        mode = state.get("tool_mode", "text")
+        earlier = state.get("claims", [])
+        evidence = (
+            EVIDENCE.format(
+                results=_results(earlier, state.get("fence", ""), run.max_tool_output_chars)
+            )
+            if earlier
+            else ""
+        )
+        request = HumanMessage(
+            CRITIQUE_REQUEST.format(draft=state.get("draft", ""), evidence=evidence)
+        )
+        round_update = {"round": state.get("round", 0) + 1}
+        if mode in ("native", "json"):
+            system = CRITIQUE_JSON_SYSTEM.format(
+                tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
+            )
+            levels: list[Level] = ["native"] if mode == "native" else ["json"]
+            result = yield from structured_call(
+                model,
+                [_with_system(run, system), *conversation(state), request],
+                CritiqueReport,
+                levels=levels,
+                max_calls=1,
+            )
+            if result.calls:
+                text = content_text(result.replies[0].content) if result.replies else ""
+                if not text and result.replies and result.replies[0].tool_calls:
+                    text = json.dumps(result.replies[0].tool_calls[0].get("args"), default=str)
+                data = result.value.model_dump() if result.value is not None else None
+                return {
+                    **result.state_update(),
+                    **round_update,
+                    "critique": text,
+                    "critique_data": data,
+                }
+        system = CRITIQUE_TEXT_SYSTEM.format(
+            tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
+        )
+        reply, update = yield from call_model(
+            model, [_with_system(run, system), *conversation(state), request]
+        )
+        return {
+            **update,
+            **round_update,
+            "critique": content_text(reply.content),
+            "critique_data": None,
+        }
+
+    def parse(state: CriticState) -> dict[str, Any]:
+        found = _critique_of(state.get("critique_data"), state.get("critique", ""))
+        draft = state.get("draft", "")
+        if found.verified or not found.claims:
+            return {
+                "status": "completed",
+                "answer": draft,
+                "verified": found.verified,
+                "pending": [],
+            }
+        if _steps_left(state) < STEPS_FOR_CHECKS:
+            return {"status": "max_iterations", "answer": draft, "verified": False, "pending": []}
+        number = state.get("round", 1)
+        pending = [
+            {**claim, "id": f"claim_{number}_{index}"} for index, claim in enumerate(found.claims)
+        ]
+        return {"pending": pending, "verified": False}
+
+    def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        pending = state.get("pending", [])
+        requests: list[ToolRequest] = []
+        slots: list[int] = []  # claims sharing a check share its result
+        seen: dict[str, int] = {}
+        for item in pending:
+            request = ToolRequest(item["tool"], item["tool_input"], item["id"])
+            slots.append(seen.setdefault(request.key(), len(requests)))
+            if slots[-1] == len(requests):
+                requests.append(request)
+        observations, history = yield from execute_requests(run, state, requests)
+        fence = state.get("fence", "")
+        checked = [
+            {
+                "claim": item["claim"],
+                "tool": item["tool"],
+                "tool_input": item["tool_input"],
+                "observation": unfence(observations[slot].content, fence),
+                "round": state.get("round", 1),
+            }
+            for item, slot in zip(pending, slots, strict=True)
+        ]
+        return {
+            "claims": [*state.get("claims", []), *checked],
+            "pending": [],
+            "tool_history": history,
+        }
+
+    def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        number = state.get("round", 1)
+        checked = [item for item in state.get("claims", []) if item.get("round") == number]
+        results = _results(checked, state.get("fence", ""), run.max_tool_output_chars)
+        system = REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
+        request = HumanMessage(REVISE_REQUEST.format(draft=state.get("draft", ""), results=results))
+        reply, update = yield from call_model(
+            run.chat_model, [_with_system(run, system), *conversation(state), request]
+        )
+        draft = content_text(reply.content).strip() or state.get("draft", "")
+        more = number < run.max_iterations and _steps_left(state) >= STEPS_FOR_ROUND
+        done = {} if more else {"status": "completed"}
+        return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
+
+    def route_running(state: dict[str, Any]) -> bool:
+        return state.get("status") == "running"
+
+    def route_start(state: dict[str, Any]) -> Literal["generate", "__end__"]:
+        return "generate" if route_running(state) else "__end__"
+
+    def route_draft(state: dict[str, Any]) -> Literal["critique", "__end__"]:
+        return "critique" if route_running(state) else "__end__"
+
+    def route_critique(state: dict[str, Any]) -> Literal["parse", "__end__"]:
+        return "parse" if route_running(state) else "__end__"
+
+    def route_parsed(state: dict[str, Any]) -> Literal["call_tool", "__end__"]:
+        return "call_tool" if route_running(state) and state.get("pending") else "__end__"
+
+    def route_revised(state: dict[str, Any]) -> Literal["critique", "__end__"]:
+        return "critique" if route_running(state) else "__end__"
+
+    policy: RetryPolicy | None = settings.retry_policy
+    builder = StateGraph(CriticState, input_schema=InputState, context_schema=LoopContext)
+    builder.add_node("prepare", prepare)
+    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
+    builder.add_node("critique", as_node("critique", guard(critique, policy)), retry_policy=policy)
+    builder.add_node("parse", parse)
+    builder.add_node("call_tool", as_node("call_tool", call_tool))
+    builder.add_node("revise", as_node("revise", guard(revise, policy)), retry_policy=policy)
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", route_start)
+    builder.add_conditional_edges("generate", route_draft)
+    builder.add_conditional_edges("critique", route_critique)
+    builder.add_conditional_edges("parse", route_parsed)
+    builder.add_edge("call_tool", "revise")
+    builder.add_conditional_edges("revise", route_revised)
+    return builder
+
+
+def create_critic_graph(
+    model: Any,
+    tools: ToolsArg = None,
+    *,
+    tool_mode: str = "auto",
+    max_critique_rounds: int = 2,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str | None = None,
+    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    retry_policy: RetryPolicy | None = None,
+    interrupt_before_tools: bool | Sequence[str] = False,
+    system_prompt: str | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Build the CRITIC loop: draft, critique into checkable claims, verify, revise.
+
+    The critique lists claims as ``CLAIM: / TOOL: / TOOL INPUT:`` blocks (text mode) or
+    as a structured ``{"verified", "claims": [{"claim", "tool", "tool_input"}]}`` object
+    (native and json modes, falling back to reading the text); a JSON list of claims is
+    accepted in any mode. All claims of a round are checked concurrently; an unknown tool
+    or a failing check becomes an observation. ``VERIFIED``, or a critique with no
+    readable claim, accepts the current draft. Without tools the draft is the answer.
+
+    Call budget: at most ``1 + 2 * max_critique_rounds`` model calls (the draft, then per
+    round one critique and one revision); exactly 1 without tools. The status is
+    ``"completed"`` when a critique accepts the draft, and also when the rounds run out
+    after a revision: the last revision is then the answer, unchecked. ``"max_iterations"``
+    only when the recursion limit stops the loop before the draft could be checked.
+    ``context={"max_iterations": n}`` replaces ``max_critique_rounds`` for one run.
+
+    Args:
+        model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
+        tools: LangChain tools or typed callables used to verify claims. None: draft only.
+        tool_mode: ``auto`` (from the model's profile), ``native``, ``json`` or ``text``;
+            it chooses how the critique is asked for (structured output or text blocks).
+        max_critique_rounds: Critique-verify-revise rounds allowed.
+        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
+        name: Name of the compiled graph.
+        max_tool_output_chars: Tool output longer than this is truncated.
+        tool_timeout: Seconds a check may take before it becomes an error observation.
+        retry_policy: LangGraph retry policy for model calls; default retries transient
+            provider failures 3 times.
+        interrupt_before_tools: True, or a list of tool names, to pause for approval.
+        system_prompt: Extra instructions placed before each of the loop's system prompts.
+
+    Returns:
+        The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
+        ``status``, ``llm_calls``, ``usage``, ``tool_mode``, ``draft``, ``claims``,
+        ``round`` and ``verified``; ``messages`` gains the draft and each revision.
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong type or out of range.
+    """
+    check_positive("max_critique_rounds", max_critique_rounds)
+    settings = make_settings(
+        model,
+        tools,
+        tool_mode=tool_mode,
+        max_iterations=max_critique_rounds,
+        max_tool_output_chars=max_tool_output_chars,
+        tool_timeout=tool_timeout,
+        retry_policy=retry_policy,
+        interrupt_before_tools=interrupt_before_tools,
+        system_prompt=system_prompt,
+    )
+    return build_critic(settings).compile(checkpointer=checkpointer, name=name or "critic")

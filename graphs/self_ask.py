@@ -1,0 +1,470 @@
+"""Self-Ask: decompose a question into follow-up questions answered one at a time.
+
+Graph: ``prepare → generate → parse → call_tool → generate ...``. A follow-up question is
+answered by a tool (the first tool, or the one named with ``Tool:``/``Tool Input:``, or the
+tools the model calls natively) or, without tools, by the model itself on its next turn.
+``final_answer`` asks once for the answer when the follow-up budget is spent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite, RetryPolicy
+
+from loopgraphs.context import LoopContext
+from loopgraphs.graphs.react import execute_requests, resolve_mode
+from loopgraphs.nodes.call_tool import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    ToolRequest,
+    new_fence,
+)
+from loopgraphs.nodes.errors import status_code
+from loopgraphs.nodes.generate import best_effort_answer, call_model, guard
+from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask, unfence
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.prompts import FENCE_NOTE
+from loopgraphs.state import InputState, LoopState, merge_dict, start_run
+
+SELF_ASK_FORMAT = """Break the question into simpler follow-up questions, one at a time.
+Use exactly this format:
+Are follow up questions needed here? Yes.
+Follow up: <one simple question>
+Intermediate answer: <its answer>
+... (more follow-ups, each with its intermediate answer)
+So the final answer is: <the answer>
+When no follow-up is needed, write "Are follow up questions needed here? No." and the
+final answer line.
+
+Example:
+Question: In which year was the author of "The Hobbit" born?
+Are follow up questions needed here? Yes.
+Follow up: Who wrote "The Hobbit"?
+Intermediate answer: J. R. R. Tolkien.
+Follow up: In which year was J. R. R. Tolkien born?
+Intermediate answer: 1892.
+So the final answer is: 1892"""
+
+SELF_ASK_TOOLS = """{format}
+
+Each follow-up is answered for you: after a "Follow up:" line, stop and wait for the
+"Intermediate answer:" that comes back. A follow-up goes to the tool {first}. To ask
+another tool, write instead:
+Tool: <tool name>
+Tool Input: <input>
+{input_note}
+Available tools:
+{tools}
+{fence_note}"""
+
+SELF_ASK_NATIVE = """{format}
+
+Answer each follow-up by calling a tool: write the "Follow up:" line and call the tool
+in the same reply, then read its result. Write the final answer line once you know it.
+{fence_note}"""
+
+SELF_ASK_SOLO = """{format}
+
+No tools are available: answer each follow-up yourself, from what you know."""
+
+TEXT_INPUT_NOTE = "Tool Input is plain text."
+JSON_INPUT_NOTE = (
+    'Tool Input is a JSON object with the tool\'s arguments, e.g. {"query": "..."}; '
+    "plain text works for tools with one argument."
+)
+
+INTERMEDIATE = "Intermediate answer: {content}"
+
+CONTINUE_SOLO = (
+    'Answer your follow-up question yourself. Start with "Intermediate answer:", then '
+    'either ask the next "Follow up:" question or finish with "So the final answer is: '
+    '<answer>".'
+)
+
+CONTINUE = (
+    'Continue: ask the next "Follow up:" question, or finish with '
+    '"So the final answer is: <answer>".'
+)
+
+FORCE_FINAL = (
+    "You have asked all the follow-up questions allowed. Do not ask more and do not call "
+    "tools. Using the intermediate answers so far (answer any open question yourself), "
+    "reply now with one line: So the final answer is: <your best answer>"
+)
+
+# Steps (graph nodes) that must remain for each route to finish within the recursion limit.
+STEPS_FOR_TOOL = 3  # call_tool, then final_answer
+STEPS_FOR_TURN = 4  # generate, parse, then final_answer
+STEPS_TO_START = 3  # generate, parse
+
+
+class SelfAskState(LoopState, total=False):
+    """State of the Self-Ask loop.
+
+    ``follow_ups`` lists every follow-up question with its answer and the tool that gave
+    it (None when the model answered itself); ``iterations`` counts the loop's model
+    calls; ``pending`` holds the tool calls of the current turn.
+    """
+
+    follow_ups: list[dict[str, Any]]
+    iterations: int
+    pending: list[dict[str, Any]]
+    tool_history: Annotated[dict[str, str], merge_dict]
+    transcript_start: int
+
+
+def _steps_left(state: Mapping[str, Any]) -> int:
+    return int(state.get("remaining_steps", 1_000_000))
+
+
+def _unsupported(exc: BaseException) -> bool:
+    return isinstance(exc, NotImplementedError) or status_code(exc) in (400, 422)
+
+
+def _without_calls(message: AIMessage) -> AIMessage:
+    """The same message (same id, so it replaces the stored one) with no tool calls."""
+    extra = {
+        k: v
+        for k, v in message.additional_kwargs.items()
+        if k not in ("tool_calls", "function_call")
+    }
+    return message.model_copy(
+        update={"tool_calls": [], "invalid_tool_calls": [], "additional_kwargs": extra}
+    )
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, dict) and len(args) == 1:
+        return str(next(iter(args.values())))
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+
+
+def self_ask_system(settings: LoopSettings, mode: str) -> SystemMessage:
+    """The system prompt of one tool mode."""
+    tools = settings.tools
+    if mode == "none" or not tools:
+        text = SELF_ASK_SOLO.format(format=SELF_ASK_FORMAT)
+    elif mode == "native":
+        text = SELF_ASK_NATIVE.format(format=SELF_ASK_FORMAT, fence_note=FENCE_NOTE)
+    else:
+        text = SELF_ASK_TOOLS.format(
+            format=SELF_ASK_FORMAT,
+            first=tools.names[0],
+            input_note=JSON_INPUT_NOTE if mode == "json" else TEXT_INPUT_NOTE,
+            tools=tools.describe(),
+            fence_note=FENCE_NOTE,
+        )
+    if settings.system_prompt:
+        text = f"{settings.system_prompt}\n\n{text}"
+    return SystemMessage(text)
+
+
+def _record_intermediate(
+    follow_ups: list[dict[str, Any]], turn: SelfAskTurn
+) -> list[dict[str, Any]]:
+    """Give the model's own intermediate answer to its open follow-up question."""
+    if (
+        turn.intermediate
+        and follow_ups
+        and follow_ups[-1]["tool"] is None
+        and not follow_ups[-1]["answer"]
+    ):
+        return [*follow_ups[:-1], {**follow_ups[-1], "answer": turn.intermediate}]
+    return follow_ups
+
+
+def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMessage]) -> str:
+    for item in reversed(follow_ups):
+        if item.get("answer"):
+            return str(item["answer"])
+    found = best_effort_answer(messages)
+    if not found:
+        replies = (m for m in reversed(messages) if isinstance(m, AIMessage))
+        found = next((text for m in replies if (text := content_text(m.content).strip())), "")
+    return found
+
+
+def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
+    """The uncompiled Self-Ask graph for ``settings``."""
+
+    def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        update: dict[str, Any] = {
+            **start_run(dict(state), new_fence()),
+            "tool_mode": resolve_mode(run),
+            "follow_ups": [],
+            "iterations": 0,
+            "pending": [],
+            "tool_history": Overwrite({}),
+            "transcript_start": len(state.get("messages", [])),
+        }
+        if update["status"] == "running" and _steps_left(state) < STEPS_TO_START:
+            update.update(status="max_iterations", answer="")
+        return update
+
+    def model_turn(
+        run: LoopSettings, state: dict[str, Any], history: Sequence[AnyMessage]
+    ) -> Logic:
+        """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
+        mode = state.get("tool_mode") or "none"
+        if mode == "native":
+            try:
+                bound = run.chat_model.bind_tools(run.tools.tools)
+                reply, update = yield from call_model(bound, [self_ask_system(run, mode), *history])
+                return {**update, "messages": [reply], "tool_mode": mode}
+            except Exception as exc:
+                if not (run.tool_mode == "auto" and _unsupported(exc)):
+                    raise
+                mode = "text"
+        reply, update = yield from call_model(
+            run.chat_model, [self_ask_system(run, mode), *history]
+        )
+        return {**update, "messages": [reply], "tool_mode": mode}
+
+    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        update = yield from model_turn(run, state, state["messages"])
+        return {**update, "iterations": state.get("iterations", 0) + 1}
+
+    def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
+        return (
+            state.get("iterations", 0) < run.max_iterations and _steps_left(state) >= STEPS_FOR_TURN
+        )
+
+    def parse(state: SelfAskState, runtime: Runtime[Any]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        reply = state["messages"][-1]
+        if not isinstance(reply, AIMessage):
+            return {"status": "error", "error": "the last message is not a model reply"}
+        mode = state.get("tool_mode", "none")
+        native_calls = reply.tool_calls if mode == "native" else []
+        turn = parse_self_ask(content_text(reply.content))
+        follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
+        update: dict[str, Any] = {"follow_ups": follow_ups, "pending": []}
+        if turn.kind == "final" or (turn.kind == "none" and not native_calls):
+            update.update(status="completed", answer=turn.answer)
+            if native_calls:
+                update["messages"] = [_without_calls(reply)]
+            return update
+        has_tools = mode != "none" and len(run.tools) > 0
+        pending: list[dict[str, Any]] = []
+        if has_tools and native_calls:
+            pending = [
+                {
+                    "id": call.get("id") or f"call_{state.get('iterations', 0)}_{index}",
+                    "name": call["name"],
+                    "args": call["args"],
+                    "question": turn.question
+                    if index == 0 and turn.question
+                    else _args_text(call["args"]),
+                    "native": True,
+                }
+                for index, call in enumerate(native_calls)
+            ]
+        elif has_tools and turn.kind in ("tool", "follow_up"):
+            name = turn.tool if turn.kind == "tool" else run.tools.names[0]
+            args = turn.tool_input if turn.kind == "tool" else turn.question
+            pending = [
+                {
+                    "id": f"call_{state.get('iterations', 0)}",
+                    "name": name,
+                    "args": args,
+                    "question": turn.question or _args_text(args),
+                    "native": False,
+                }
+            ]
+        if pending and _steps_left(state) >= STEPS_FOR_TOOL:
+            return {**update, "pending": pending}
+        if native_calls:
+            update["messages"] = [_without_calls(reply)]
+        if not has_tools and turn.kind in ("tool", "follow_up"):
+            follow_ups.append({"question": turn.question, "answer": "", "tool": None})
+        if not pending and can_continue(state, run):
+            prompt = CONTINUE_SOLO if turn.kind in ("tool", "follow_up") else CONTINUE
+            update["messages"] = [*update.get("messages", []), HumanMessage(prompt)]
+        elif _steps_left(state) < 2:
+            update.update(
+                status="max_iterations", answer=_best_effort(follow_ups, state["messages"])
+            )
+        return update
+
+    def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        pending = state.get("pending", [])
+        requests = [ToolRequest(p["name"], p["args"], p.get("id", "")) for p in pending]
+        observations, history = yield from execute_requests(run, state, requests)
+        fence = state.get("fence", "")
+        follow_ups = [
+            *state.get("follow_ups", []),
+            *(
+                {
+                    "question": p["question"],
+                    "answer": unfence(obs.content, fence),
+                    "tool": p["name"],
+                }
+                for p, obs in zip(pending, observations, strict=True)
+            ),
+        ]
+        messages: list[AnyMessage] = []
+        for p, obs in zip(pending, observations, strict=True):
+            if p.get("native"):
+                messages.append(
+                    ToolMessage(
+                        content=obs.content,
+                        tool_call_id=obs.request.id,
+                        name=obs.request.name,
+                        status="success" if obs.ok else "error",
+                    )
+                )
+        text = "\n\n".join(
+            obs.content for p, obs in zip(pending, observations, strict=True) if not p.get("native")
+        )
+        if text:
+            messages.append(HumanMessage(INTERMEDIATE.format(content=text)))
+        return {
+            "messages": messages,
+            "pending": [],
+            "tool_history": history,
+            "follow_ups": follow_ups,
+        }
+
+    def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        ask = HumanMessage(FORCE_FINAL)
+        update = yield from model_turn(run, state, [*state["messages"], ask])
+        reply = update["messages"][0]
+        if reply.tool_calls:
+            reply = _without_calls(reply)
+        turn = parse_self_ask(content_text(reply.content))
+        follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
+        answer = turn.answer if turn.kind in ("final", "none") else ""
+        if not answer:
+            answer = turn.intermediate or _best_effort(follow_ups, state["messages"])
+        return {
+            **update,
+            "messages": [ask, reply],
+            "follow_ups": follow_ups,
+            "answer": answer,
+            "status": "max_iterations",
+        }
+
+    def route_start(state: dict[str, Any]) -> Literal["generate", "__end__"]:
+        return "generate" if state.get("status") == "running" else "__end__"
+
+    def route_generated(state: dict[str, Any]) -> Literal["parse", "__end__"]:
+        return "__end__" if state.get("status") == "error" else "parse"
+
+    def route_parsed(
+        state: dict[str, Any], runtime: Runtime[Any]
+    ) -> Literal["call_tool", "generate", "final_answer", "__end__"]:
+        if state.get("status") != "running":
+            return "__end__"
+        if state.get("pending"):
+            return "call_tool"
+        return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
+
+    def route_tools(
+        state: dict[str, Any], runtime: Runtime[Any]
+    ) -> Literal["generate", "final_answer"]:
+        return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
+
+    policy: RetryPolicy | None = settings.retry_policy
+    builder = StateGraph(SelfAskState, input_schema=InputState, context_schema=LoopContext)
+    builder.add_node("prepare", prepare)
+    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
+    builder.add_node("parse", parse)
+    builder.add_node("call_tool", as_node("call_tool", call_tool))
+    builder.add_node(
+        "final_answer", as_node("final_answer", guard(final_answer, policy)), retry_policy=policy
+    )
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", route_start)
+    builder.add_conditional_edges("generate", route_generated)
+    builder.add_conditional_edges("parse", route_parsed)
+    builder.add_conditional_edges("call_tool", route_tools)
+    builder.add_edge("final_answer", END)
+    return builder
+
+
+def create_self_ask_graph(
+    model: Any,
+    tools: ToolsArg = None,
+    *,
+    tool_mode: str = "auto",
+    max_follow_ups: int = 5,
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    name: str | None = None,
+    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    retry_policy: RetryPolicy | None = None,
+    interrupt_before_tools: bool | Sequence[str] = False,
+    system_prompt: str | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Build the Self-Ask loop: follow-up questions, intermediate answers, final answer.
+
+    The model writes ``Follow up: <question>``; the question goes to the first tool (its
+    single argument), or to the tool named by ``Tool: X`` / ``Tool Input: Q``, and the
+    result comes back as ``Intermediate answer: <fenced result>``. In native mode the
+    model's tool calls are run and answered with tool messages, while the follow-up
+    grammar still shapes its text. Without tools the model answers its own follow-ups:
+    it is asked to continue with ``Intermediate answer:``. ``So the final answer is:``
+    ends the loop (it wins over anything else in the same reply); a reply with no
+    marker is itself the answer.
+
+    Call budget: at most ``max_follow_ups + 1`` model calls. Each turn that asks a
+    follow-up costs one call; when ``max_follow_ups`` calls have been made and the last
+    one still asked a question, one more call asks for the final answer (that call is
+    part of the budget) and the run ends with ``status="max_iterations"`` and a
+    best-effort answer (the forced reply, else the last intermediate answer).
+    ``context={"max_iterations": n}`` replaces ``max_follow_ups`` for one run.
+
+    Args:
+        model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
+        tools: LangChain tools or typed callables; the first one answers plain follow-ups
+            (a search or lookup tool with one argument fits best). None: the model
+            answers its own follow-ups.
+        tool_mode: ``auto`` (native when the model's profile allows, falling back to text
+            when tools are refused), ``native``, ``json`` (the text grammar with JSON
+            tool inputs) or ``text``.
+        max_follow_ups: Follow-up turns allowed before the answer is forced.
+        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
+        name: Name of the compiled graph.
+        max_tool_output_chars: Tool output longer than this is truncated.
+        tool_timeout: Seconds a tool call may take before it becomes an error observation.
+        retry_policy: LangGraph retry policy for model calls; default retries transient
+            provider failures 3 times.
+        interrupt_before_tools: True, or a list of tool names, to pause for approval.
+        system_prompt: Extra instructions placed before the loop's own system prompt.
+
+    Returns:
+        The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
+        ``status``, ``llm_calls``, ``usage``, ``tool_mode`` and ``follow_ups`` (each
+        ``{"question", "answer", "tool"}``).
+
+    Raises:
+        TypeError, ValueError: an argument is of the wrong type or out of range.
+    """
+    check_positive("max_follow_ups", max_follow_ups)
+    settings = make_settings(
+        model,
+        tools,
+        tool_mode=tool_mode,
+        max_iterations=max_follow_ups,
+        max_tool_output_chars=max_tool_output_chars,
+        tool_timeout=tool_timeout,
+        retry_policy=retry_policy,
+        interrupt_before_tools=interrupt_before_tools,
+        system_prompt=system_prompt,
+    )
+    return build_self_ask(settings).compile(checkpointer=checkpointer, name=name or "self_ask")

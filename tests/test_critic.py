@@ -1,0 +1,385 @@
+"""CRITIC scenarios in every tool mode, on the scripted model."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+from loopgraphs.graphs.critic import CRITIQUE_TEXT_SYSTEM, create_critic_graph
+from loopgraphs.nodes.grammars import parse_critique
+from loopgraphs.nodes.parse import content_text
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.scripts import FAST_RETRY, MODES, model_for
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+QUESTION = {"messages": [("user", "When was the Eiffel Tower completed?")]}
+DRAFT = "The Eiffel Tower was completed in 1887."
+REVISED = "The Eiffel Tower was completed in 1889."
+
+
+class Search:
+    """A search tool recording its queries."""
+
+    def __init__(self, answers: dict[str, str] | None = None) -> None:
+        self.queries: list[str] = []
+        self.answers = answers or {}
+
+        def search(query: str) -> str:
+            """Search the web."""
+            self.queries.append(query)
+            return self.answers.get(query, f"nothing about {query}")
+
+        self.tool = search
+
+
+def critique(mode: str, claims: list[tuple[str, str, str]]):
+    """A critique listing claims, in the form each mode asks for."""
+    items = [{"claim": c, "tool": t, "tool_input": i} for c, t, i in claims]
+    if mode == "native":
+        return calls(tool_call("CritiqueReport", {"verified": False, "claims": items}))
+    if mode == "json":
+        return json.dumps({"verified": False, "claims": items})
+    return "\n\n".join(f"CLAIM: {c}\nTOOL: {t}\nTOOL INPUT: {i}" for c, t, i in claims)
+
+
+def verified(mode: str):
+    if mode == "native":
+        return calls(tool_call("CritiqueReport", {"verified": True, "claims": []}))
+    if mode == "json":
+        return '{"verified": true, "claims": []}'
+    return "VERIFIED: all claims are correct."
+
+
+def build(mode: str, replies: list, tools=None, **kwargs):
+    model = model_for(mode, replies, **kwargs.pop("model_kwargs", {}))
+    graph = create_critic_graph(model, tools, tool_mode=mode, retry_policy=FAST_RETRY, **kwargs)
+    return model, graph
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_verified_draft_costs_two_calls(mode):
+    search = Search()
+    model, graph = build(
+        mode, ["The Eiffel Tower was completed in 1889.", verified(mode)], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "The Eiffel Tower was completed in 1889."
+    assert out["status"] == "completed" and out["verified"] is True
+    assert out["llm_calls"] == 2 == model.call_count
+    assert out["claims"] == [] and out["round"] == 1 and search.queries == []
+    assert "1889" in content_text(model.prompts[1][-1].content)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_corrected_claim_is_revised(mode):
+    search = Search({"Eiffel Tower completion year": "Construction ran from 1887 to 1889."})
+    replies = [
+        DRAFT,
+        critique(mode, [("completed in 1887", "search", "Eiffel Tower completion year")]),
+        REVISED,
+        verified(mode),
+    ]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["Eiffel Tower completion year"]
+    assert out["answer"] == REVISED and out["draft"] == REVISED
+    assert out["status"] == "completed" and out["verified"] is True
+    assert out["llm_calls"] == 4 == model.call_count
+    assert out["round"] == 2
+    assert out["claims"] == [
+        {
+            "claim": "completed in 1887",
+            "tool": "search",
+            "tool_input": "Eiffel Tower completion year",
+            "observation": "Construction ran from 1887 to 1889.",
+            "round": 1,
+        }
+    ]
+    revise_prompt = content_text(model.prompts[2][-1].content)
+    assert DRAFT in revise_prompt and "Construction ran from 1887 to 1889." in revise_prompt
+    second_critique = content_text(model.prompts[3][-1].content)
+    assert REVISED in second_critique and "Evidence already gathered" in second_critique
+    assert [m.content for m in out["messages"] if isinstance(m, AIMessage)] == [DRAFT, REVISED]
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+async def test_claims_are_verified_concurrently(run_async):
+    active = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def make(name: str):
+        @tool(name)
+        def check(query: str) -> str:
+            """Check a fact."""
+            with lock:
+                active["now"] += 1
+                active["max"] = max(active["max"], active["now"])
+            time.sleep(0.3)
+            with lock:
+                active["now"] -= 1
+            return f"{name} confirms {query}"
+
+        return check
+
+    tools = [make("atlas"), make("almanac"), make("encyclopedia")]
+    claims = [
+        ("height", "atlas", "tower height"),
+        ("year", "almanac", "tower year"),
+        ("city", "encyclopedia", "tower city"),
+    ]
+    _model, graph = build(
+        "text", [DRAFT, critique("text", claims), REVISED, verified("text")], tools
+    )
+    out = await graph.ainvoke(QUESTION) if run_async else graph.invoke(QUESTION)
+    assert active["max"] == 3
+    assert [c["observation"] for c in out["claims"]] == [
+        "atlas confirms tower height",
+        "almanac confirms tower year",
+        "encyclopedia confirms tower city",
+    ]
+    assert out["answer"] == REVISED and out["llm_calls"] == 4
+
+
+def test_claims_sharing_a_check_run_it_once():
+    search = Search()
+    claims = [("built 1887", "search", "eiffel"), ("opened 1889", "search", "eiffel")]
+    model, graph = build(
+        "text", [DRAFT, critique("text", claims), REVISED, "VERIFIED"], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["eiffel"]
+    assert [c["observation"] for c in out["claims"]] == ["nothing about eiffel"] * 2
+    assert out["answer"] == REVISED and model.call_count == 4
+
+
+def test_without_tools_the_draft_is_the_answer():
+    model = ScriptedChatModel(replies=[DRAFT])
+    out = create_critic_graph(model).invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["status"] == "completed"
+    assert out["llm_calls"] == 1 == model.call_count
+    assert out["tool_mode"] == "none"
+
+
+def test_claims_as_a_json_list_in_text_mode():
+    search = Search()
+    listed = json.dumps([{"claim": "completed in 1887", "tool": "search", "tool_input": "eiffel"}])
+    _model, graph = build(
+        "text", [DRAFT, f"Claims to check:\n{listed}", REVISED, "VERIFIED"], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["eiffel"] and out["answer"] == REVISED
+
+
+@pytest.mark.parametrize("mode", ["json", "native"])
+def test_structured_modes_also_read_claim_blocks(mode):
+    search = Search()
+    _model, graph = build(
+        mode,
+        [DRAFT, critique("text", [("year", "search", "eiffel year")]), REVISED, "VERIFIED"],
+        [search.tool],
+    )
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["eiffel year"] and out["answer"] == REVISED and out["llm_calls"] == 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_tool_in_a_claim_becomes_an_observation(mode):
+    search = Search()
+    replies = [DRAFT, critique(mode, [("year", "wikipedia", "eiffel")]), REVISED, verified(mode)]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert "unknown tool 'wikipedia'" in out["claims"][0]["observation"]
+    assert "unknown tool 'wikipedia'" in content_text(model.prompts[2][-1].content)
+    assert out["status"] == "completed" and out["answer"] == REVISED
+
+
+def test_unreadable_critique_accepts_the_draft():
+    search = Search()
+    _model, graph = build("text", [DRAFT, "Looks mostly fine to me, but who knows."], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["status"] == "completed" and out["verified"] is False
+    assert out["llm_calls"] == 2 and search.queries == []
+
+
+def never_satisfied(mode: str):
+    """Drafts, then reports a new claim in every critique and revises every time."""
+    counter = iter(range(10_000))
+
+    def reply(messages):
+        system = content_text(messages[0].content)
+        if "check a draft answer" in system:
+            number = next(counter)
+            return critique(mode, [(f"claim {number}", "search", f"query {number}")])
+        if "revise a draft" in system:
+            return f"revision {next(counter)}"
+        return DRAFT
+
+    return reply
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_model_that_always_reports_claims_stops_at_the_budget(mode, rounds):
+    search = Search()
+    model, graph = build(
+        mode,
+        [never_satisfied(mode)],
+        [search.tool],
+        max_critique_rounds=rounds,
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke(QUESTION)
+    assert out["llm_calls"] == 1 + 2 * rounds == model.call_count
+    assert out["status"] == "completed"
+    assert out["answer"].startswith("revision") and out["answer"] == out["draft"]
+    assert out["round"] == rounds and len(search.queries) == rounds
+
+
+def garbage(messages) -> str:
+    rng = random.Random(sum(len(content_text(m.content)) for m in messages))
+    return "".join(
+        rng.choice(string.ascii_letters + string.digits + " \n{}[]:") for _ in range(400)
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_random_garbage_ends_within_budget(mode):
+    search = Search()
+    model, graph = build(mode, [garbage], [search.tool], model_kwargs={"repeat_last": True})
+    out = graph.invoke(QUESTION)
+    assert out["llm_calls"] == model.call_count <= 5
+    assert out["status"] == "completed" and isinstance(out["answer"], str) and out["answer"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("failing_call", [0, 1, 2])
+def test_permanent_error_ends_with_status_error(mode, failing_call):
+    search = Search()
+    replies = [DRAFT, critique(mode, [("year", "search", "eiffel")]), REVISED][:failing_call]
+    model, graph = build(
+        mode,
+        [*replies, ProviderError(401, "invalid api key")],
+        [search.tool],
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "error" and "401" in out["error"]
+    assert out["llm_calls"] == failing_call
+    assert out["llm_calls"] <= 5 and model.call_count <= failing_call + 2
+    assert isinstance(out["answer"], str)
+    if failing_call:
+        assert out["answer"] == DRAFT
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("limit", range(2, 16))
+def test_small_recursion_limit_never_raises(mode, limit):
+    search = Search()
+    model, graph = build(
+        mode,
+        [never_satisfied(mode)],
+        [search.tool],
+        max_critique_rounds=5,
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke(QUESTION, {"recursion_limit": limit})
+    assert out["llm_calls"] == model.call_count <= 11
+    assert out["status"] in ("completed", "max_iterations")
+    assert isinstance(out["answer"], str)
+
+
+def test_critique_prompt_lists_the_tools_and_the_format():
+    search = Search()
+    model, graph = build("text", [DRAFT, "VERIFIED"], [search.tool])
+    graph.invoke(QUESTION)
+    system = content_text(model.prompts[1][0].content)
+    assert system == CRITIQUE_TEXT_SYSTEM.format(
+        tools="- search: Search the web.\n  arguments: query (string, required)",
+        fence_note=system.split("VERIFIED.\n", 1)[1],
+    )
+    assert "CLAIM:" in system and "TOOL INPUT:" in system
+
+
+@pytest.mark.parametrize(
+    ("text", "verified", "claims"),
+    [
+        ("VERIFIED", True, []),
+        ("**Verified**: all good", True, []),
+        ("NOT VERIFIED, unclear", False, []),
+        ("nothing here", False, []),
+        (
+            "1. **CLAIM:** built in 1887\n   **TOOL:** search\n   **TOOL INPUT:** eiffel built\n",
+            False,
+            [{"claim": "built in 1887", "tool": "search", "tool_input": "eiffel built"}],
+        ),
+        (
+            'CLAIM: a\nTOOL: calc\nTOOL INPUT: {\n  "x": 1\n}\nCLAIM: b\nTOOL: search',
+            False,
+            [
+                {"claim": "a", "tool": "calc", "tool_input": {"x": 1}},
+                {"claim": "b", "tool": "search", "tool_input": "b"},
+            ],
+        ),
+        ("CLAIM: no tool given", False, []),
+        (
+            "TOOL: search(eiffel height)",
+            False,
+            [{"claim": "eiffel height", "tool": "search", "tool_input": "eiffel height"}],
+        ),
+        (
+            '{"verified": false, "claims": [{"claim": "c", "tool": "t", "tool_input": "i"}]}',
+            False,
+            [{"claim": "c", "tool": "t", "tool_input": "i"}],
+        ),
+        ('{"verified": true}', True, []),
+    ],
+)
+def test_parse_critique(text, verified, claims):
+    found = parse_critique(text)
+    assert found.verified is verified
+    assert found.claims == claims
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CLAIM: x\n" * 30_000,
+        "TOOL INPUT: {" + "{" * 200_000,
+        "[" + '{"claim": 1},' * 20_000,
+        " " * 200_000 + "VERIFIED",
+    ],
+)
+def test_parse_critique_is_fast_on_hostile_input(text):
+    started = time.monotonic()
+    found = parse_critique(text)
+    assert time.monotonic() - started < 1.0
+    assert len(found.claims) <= 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"max_critique_rounds": 0}, ValueError, "max_critique_rounds"),
+        ({"max_critique_rounds": 1.5}, TypeError, "max_critique_rounds"),
+        ({"tool_mode": "xml"}, ValueError, "tool_mode"),
+        ({"tool_timeout": -1}, ValueError, "tool_timeout"),
+        ({"interrupt_before_tools": "yes"}, TypeError, "interrupt_before_tools"),
+    ],
+)
+def test_bad_factory_arguments(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        create_critic_graph(ScriptedChatModel(replies=[]), [Search().tool], **kwargs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_graph_shape_snapshot(mode):
+    _, graph = build(mode, [], [Search().tool])
+    assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "critic.mmd").read_text()

@@ -1,0 +1,408 @@
+"""Self-Ask scenarios in every tool mode, on the scripted model."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import string
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from loopgraphs.graphs.self_ask import create_self_ask_graph
+from loopgraphs.nodes.grammars import parse_self_ask
+from loopgraphs.nodes.parse import content_text
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.scripts import FAST_RETRY, MODES, model_for
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+QUESTION = {
+    "messages": [("user", "Who is the head of state of the country that hosted Expo 2015?")]
+}
+FACTS = {
+    "Which country hosted Expo 2015?": "Italy hosted Expo 2015 in Milan.",
+    "Who is the head of state of Italy?": "Sergio Mattarella is the President of Italy.",
+}
+Q1, Q2 = FACTS
+
+
+class Search:
+    """A search tool that records its queries."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+        def search(query: str) -> str:
+            """Search the web for a short factual answer."""
+            self.queries.append(query)
+            return FACTS.get(query, f"no result for {query}")
+
+        self.tool = search
+
+
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression."""
+    return {"6*7": "42"}.get(expression.replace(" ", ""), "error")
+
+
+def ask(mode: str, question: str, args_key: str = "query"):
+    """A reply asking one follow-up, answered natively in native mode."""
+    text = f"Are follow up questions needed here? Yes.\nFollow up: {question}"
+    if mode == "native":
+        return calls(tool_call("search", {args_key: question}), content=text)
+    return text
+
+
+def transcript(out: dict) -> str:
+    return "\n".join(content_text(m.content) for m in out["messages"])
+
+
+def build(mode: str, replies: list, tools=None, **kwargs):
+    model = model_for(mode, replies, **kwargs.pop("model_kwargs", {}))
+    graph = create_self_ask_graph(model, tools, tool_mode=mode, retry_policy=FAST_RETRY, **kwargs)
+    return model, graph
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_follow_ups_answered_by_the_tool(mode):
+    search = Search()
+    replies = [ask(mode, Q1), ask(mode, Q2), "So the final answer is: Sergio Mattarella"]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1, Q2]
+    assert out["answer"] == "Sergio Mattarella"
+    assert out["status"] == "completed"
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["tool_mode"] == mode
+    assert [f["question"] for f in out["follow_ups"]] == [Q1, Q2]
+    assert [f["tool"] for f in out["follow_ups"]] == ["search", "search"]
+    assert "Milan" in out["follow_ups"][0]["answer"] and "<<" not in out["follow_ups"][0]["answer"]
+    seen = model.prompts[1][-1]
+    assert "Italy hosted Expo 2015" in content_text(seen.content)
+    if mode == "native":
+        assert isinstance(seen, ToolMessage)
+        assert model.tool_sets[0] == ["search"]
+    else:
+        assert isinstance(seen, HumanMessage)
+        assert content_text(seen.content).startswith("Intermediate answer: <<tool_output ")
+        assert "Mattarella is the President" in content_text(model.prompts[2][-1].content)
+
+
+def test_native_mode_text_follow_up_without_tool_call_goes_to_the_first_tool():
+    search = Search()
+    model, graph = build(
+        "native", [ask("text", Q1), "So the final answer is: Italy"], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1]
+    assert content_text(model.prompts[1][-1].content).startswith("Intermediate answer:")
+    assert out["answer"] == "Italy" and out["llm_calls"] == 2
+
+
+def test_native_mode_tool_call_without_follow_up_text():
+    search = Search()
+    replies = [calls(tool_call("search", {"query": Q1}, id="c1")), AIMessage("Italy.")]
+    _model, graph = build("native", replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1]
+    assert out["follow_ups"] == [{"question": Q1, "answer": FACTS[Q1], "tool": "search"}]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["c1"]
+    assert out["answer"] == "Italy." and out["status"] == "completed"
+
+
+@pytest.mark.parametrize("mode", ["json", "text", "native"])
+def test_named_tool_form_routes_to_the_named_tool(mode):
+    search = Search()
+    reply = "Follow up: What is 6 times 7?\nTool: calculator\nTool Input: 6*7"
+    model, graph = build(mode, [reply, "So the final answer is: 42"], [search.tool, calculator])
+    out = graph.invoke({"messages": [("user", "What is 6 times 7?")]})
+    assert search.queries == []
+    assert out["follow_ups"] == [
+        {"question": "What is 6 times 7?", "answer": "42", "tool": "calculator"}
+    ]
+    assert "42" in content_text(model.prompts[1][-1].content)
+    assert out["answer"] == "42"
+
+
+def test_named_tool_with_json_input_for_a_two_argument_tool():
+    received = []
+
+    def lookup(table: str, key: str) -> str:
+        """Look a key up in a table."""
+        received.append((table, key))
+        return f"{table}[{key}] = 5"
+
+    reply = 'Tool: lookup\nTool Input: {"table": "prices", "key": "apple"}'
+    _model, graph = build("json", [reply, "So the final answer is: 5"], [lookup])
+    out = graph.invoke({"messages": [("user", "Price of an apple?")]})
+    assert received == [("prices", "apple")]
+    assert out["answer"] == "5"
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_unknown_named_tool_becomes_an_observation(mode):
+    search = Search()
+    model, graph = build(
+        mode, ["Tool: wikipedia\nTool Input: Expo 2015", "So the final answer is: ?"], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    seen = content_text(model.prompts[1][-1].content)
+    assert "unknown tool 'wikipedia'" in seen and "search" in seen
+    assert out["status"] == "completed" and out["answer"] == "?"
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_invented_intermediate_answer_is_ignored(mode):
+    search = Search()
+    reply = f"Follow up: {Q1}\nIntermediate answer: France.\nFollow up: {Q2}"
+    _model, graph = build(mode, [reply, "So the final answer is: Sergio Mattarella"], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1]
+    assert out["follow_ups"][0]["answer"] == FACTS[Q1]
+
+
+def test_without_tools_the_model_answers_its_own_follow_ups():
+    replies = [
+        f"Are follow up questions needed here? Yes.\nFollow up: {Q1}",
+        f"Intermediate answer: Italy.\nFollow up: {Q2}",
+        "Intermediate answer: Sergio Mattarella.\nSo the final answer is: Sergio Mattarella",
+    ]
+    model = ScriptedChatModel(replies=replies)
+    out = create_self_ask_graph(model).invoke(QUESTION)
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["tool_mode"] == "none" and model.tool_sets == []
+    assert out["follow_ups"] == [
+        {"question": Q1, "answer": "Italy.", "tool": None},
+        {"question": Q2, "answer": "Sergio Mattarella.", "tool": None},
+    ]
+    asked = content_text(model.prompts[1][-1].content)
+    assert "Intermediate answer:" in asked and "yourself" in asked
+    assert isinstance(model.prompts[1][-2], AIMessage)
+
+
+def test_final_answer_is_checked_first():
+    search = Search()
+    _model, graph = build(
+        "text", [f"Follow up: {Q1}\nSo the final answer is: Mattarella"], [search.tool]
+    )
+    out = graph.invoke(QUESTION)
+    assert search.queries == [] and out["answer"] == "Mattarella" and out["llm_calls"] == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reply_without_markers_is_the_answer(mode):
+    search = Search()
+    _model, graph = build(mode, ["Sergio Mattarella is the head of state."], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Sergio Mattarella is the head of state."
+    assert out["status"] == "completed" and out["llm_calls"] == 1 and search.queries == []
+
+
+def test_final_answer_with_a_dangling_native_call_drops_the_call():
+    search = Search()
+    reply = calls(tool_call("search", {"query": Q1}), content="So the final answer is: Italy")
+    _model, graph = build("native", [reply], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Italy" and search.queries == []
+    assert not out["messages"][-1].tool_calls and len(out["messages"]) == 2
+
+
+async def test_ainvoke_with_tools():
+    search = Search()
+    _model, graph = build("text", [ask("text", Q1), "So the final answer is: Italy"], [search.tool])
+    out = await graph.ainvoke(QUESTION)
+    assert out["answer"] == "Italy" and search.queries == [Q1] and out["llm_calls"] == 2
+
+
+def never_finishes(mode: str):
+    counter = itertools.count()
+
+    def reply(messages):
+        question = f"Question number {next(counter)}?"
+        if mode == "native":
+            return calls(tool_call("search", {"query": question}), content=f"Follow up: {question}")
+        return f"Follow up: {question}"
+
+    return reply
+
+
+@pytest.mark.parametrize("mode", [*MODES, "none"])
+@pytest.mark.parametrize("run_async", [False, True])
+async def test_model_that_never_finishes_stops_at_the_budget(mode, run_async):
+    search = Search()
+    tools = None if mode == "none" else [search.tool]
+    model, graph = build(
+        "text" if mode == "none" else mode,
+        [never_finishes(mode)],
+        tools,
+        max_follow_ups=3,
+        model_kwargs={"repeat_last": True},
+    )
+    out = await graph.ainvoke(QUESTION) if run_async else graph.invoke(QUESTION)
+    assert out["status"] == "max_iterations"
+    assert out["llm_calls"] == 4 == model.call_count
+    assert isinstance(out["answer"], str) and out["answer"]
+    assert "follow-up questions allowed" in content_text(model.prompts[-1][-1].content)
+    if tools:
+        assert len(search.queries) == 3
+        assert out["answer"] == "no result for Question number 2?"
+
+
+def test_forced_answer_is_used_when_the_model_gives_it():
+    search = Search()
+    _model, graph = build(
+        "text", [ask("text", Q1), "So the final answer is: Italy"], [search.tool], max_follow_ups=1
+    )
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "max_iterations" and out["answer"] == "Italy"
+    assert out["llm_calls"] == 2
+
+
+def garbage(messages) -> str:
+    rng = random.Random(sum(len(content_text(m.content)) for m in messages))
+    return "".join(
+        rng.choice(string.ascii_letters + string.digits + " \n{}[]:") for _ in range(400)
+    )
+
+
+@pytest.mark.parametrize("mode", [*MODES, "none"])
+def test_random_garbage_ends_within_budget(mode):
+    search = Search()
+    tools = None if mode == "none" else [search.tool]
+    model, graph = build(
+        "text" if mode == "none" else mode,
+        [garbage],
+        tools,
+        max_follow_ups=2,
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke(QUESTION)
+    assert out["llm_calls"] == model.call_count <= 3
+    assert out["status"] in ("completed", "max_iterations")
+    assert isinstance(out["answer"], str)
+
+
+@pytest.mark.parametrize("mode", [*MODES, "none"])
+def test_permanent_error_ends_with_status_error(mode):
+    search = Search()
+    tools = None if mode == "none" else [search.tool]
+    model, graph = build(
+        "text" if mode == "none" else mode, [ProviderError(401, "invalid api key")], tools
+    )
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "error" and "401" in out["error"]
+    assert out["llm_calls"] == 0 and model.call_count == 1
+    assert isinstance(out["answer"], str)
+
+
+def test_error_after_a_follow_up_keeps_a_best_effort_answer():
+    search = Search()
+    _model, graph = build("text", [ask("text", Q1), ProviderError(401, "revoked")], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "error" and out["llm_calls"] == 1
+    assert out["follow_ups"][0]["answer"] == FACTS[Q1]
+
+
+@pytest.mark.parametrize("mode", ["native", "text", "none"])
+@pytest.mark.parametrize("limit", range(2, 16))
+def test_small_recursion_limit_never_raises(mode, limit):
+    search = Search()
+    tools = None if mode == "none" else [search.tool]
+    model, graph = build(
+        "text" if mode == "none" else mode,
+        [never_finishes(mode)],
+        tools,
+        max_follow_ups=10,
+        model_kwargs={"repeat_last": True},
+    )
+    out = graph.invoke(QUESTION, {"recursion_limit": limit})
+    assert out["status"] == "max_iterations"
+    assert out["llm_calls"] == model.call_count <= 11
+    assert isinstance(out["answer"], str)
+
+
+def test_provider_rejecting_tools_falls_back_to_text_in_auto_mode():
+    search = Search()
+    model = ScriptedChatModel(
+        replies=["(rejected)", ask("text", Q1), "So the final answer is: Italy"], rejects_tools=True
+    )
+    graph = create_self_ask_graph(model, [search.tool], retry_policy=FAST_RETRY)
+    out = graph.invoke(QUESTION)
+    assert out["tool_mode"] == "text" and out["answer"] == "Italy"
+    assert out["llm_calls"] == 2 and search.queries == [Q1]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "fields"),
+    [
+        ("So the final answer is: **Rome**", "final", {"answer": "Rome"}),
+        (
+            "Intermediate answer: x. So the final answer is: y",
+            "final",
+            {"answer": "y", "intermediate": "x."},
+        ),
+        ("**Follow up:** Who?\n", "follow_up", {"question": "Who?"}),
+        ("Follow-up question: Who?", "follow_up", {"question": "Who?"}),
+        ('Tool: search("rome")', "tool", {"tool": "search", "tool_input": "rome"}),
+        ("Intermediate answer: only this", "intermediate", {"intermediate": "only this"}),
+        ("Are follow up questions needed here? No. It is 4.", "none", {"answer": "It is 4."}),
+        ('{"follow_up": "Who?"}', "follow_up", {"question": "Who?"}),
+        ('{"final_answer": "4"}', "final", {"answer": "4"}),
+        ("", "none", {"answer": ""}),
+    ],
+)
+def test_parse_self_ask(text, kind, fields):
+    turn = parse_self_ask(text)
+    assert turn.kind == kind
+    for key, value in fields.items():
+        assert getattr(turn, key) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Follow up: " * 20_000,
+        "So " + " " * 200_000,
+        "Tool:" + "{" * 100_000,
+        "\n" * 200_000,
+        "Intermediate answer: a\n" * 20_000,
+        "{" * 200_000,
+        '{"tool": "x", "tool_input": ' + "[" * 100_000,
+        "Tool: x\nTool Input: {" + '"a": {' * 50_000,
+    ],
+)
+def test_parse_self_ask_is_fast_on_hostile_input(text):
+    started = time.monotonic()
+    parse_self_ask(text)
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"max_follow_ups": 0}, ValueError, "max_follow_ups"),
+        ({"max_follow_ups": "3"}, TypeError, "max_follow_ups"),
+        ({"tool_mode": "xml"}, ValueError, "tool_mode"),
+        ({"tool_timeout": 0}, ValueError, "tool_timeout"),
+        ({"max_tool_output_chars": 10}, ValueError, "max_tool_output_chars"),
+        ({"interrupt_before_tools": ["nope"]}, ValueError, "interrupt_before_tools"),
+    ],
+)
+def test_bad_factory_arguments(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        create_self_ask_graph(ScriptedChatModel(replies=[]), [calculator], **kwargs)
+
+
+def test_tools_must_be_a_list():
+    with pytest.raises(TypeError, match="tools"):
+        create_self_ask_graph(ScriptedChatModel(replies=[]), "search")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_graph_shape_snapshot(mode):
+    _, graph = build(mode, [], [calculator])
+    assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "self_ask.mmd").read_text()
