@@ -16,7 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import get_executor_for_config
 from langgraph.runtime import Runtime, get_runtime
@@ -30,10 +30,42 @@ class ModelCall:
     messages: Sequence[BaseMessage]
 
     def invoke(self, config: RunnableConfig) -> Any:
-        return self.runnable.invoke(list(self.messages), config)
+        try:
+            return self.runnable.invoke(list(self.messages), config)
+        except Exception as exc:
+            return _truncated_reply(exc)
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
-        return await self.runnable.ainvoke(list(self.messages), config)
+        try:
+            return await self.runnable.ainvoke(list(self.messages), config)
+        except Exception as exc:
+            return _truncated_reply(exc)
+
+
+def _truncated_reply(exc: Exception) -> AIMessage:
+    """The reply inside a "length limit reached" error of a structured-output call.
+
+    OpenAI's SDK raises instead of returning a reply cut at ``max_tokens`` when a response
+    format is set; the partial text is still worth parsing (and its tokens were spent),
+    so it is returned as an ordinary reply. Any other exception is re-raised.
+    """
+    completion = getattr(exc, "completion", None)
+    if type(exc).__name__ != "LengthFinishReasonError" or completion is None:
+        raise exc
+    usage = getattr(completion, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output = int(getattr(usage, "completion_tokens", 0) or 0)
+    return AIMessage(
+        content=completion.choices[0].message.content or "",
+        response_metadata={"finish_reason": "length"},
+        usage_metadata={
+            "input_tokens": prompt,
+            "output_tokens": output,
+            "total_tokens": prompt + output,
+            "input_token_details": {"cache_read": int(getattr(details, "cached_tokens", 0) or 0)},
+        },
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,44 @@
+"""The node runner: one logic, sync and async drivers, provider quirks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.runnables import RunnableLambda
+
+from loopgraphs.nodes.runner import ModelCall
+
+
+class LengthFinishReasonError(Exception):
+    """Shaped like openai's error for a structured reply cut at max_tokens."""
+
+    def __init__(self) -> None:
+        super().__init__("length limit reached")
+        usage = SimpleNamespace(
+            prompt_tokens=40,
+            completion_tokens=8,
+            prompt_tokens_details=SimpleNamespace(cached_tokens=30),
+        )
+        message = SimpleNamespace(content='{"thought": "cut sh')
+        self.completion = SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=usage)
+
+
+def raising(exc: Exception) -> RunnableLambda:
+    def fail(_):
+        raise exc
+
+    return RunnableLambda(fail)
+
+
+async def test_truncated_structured_reply_is_returned_not_raised():
+    call = ModelCall(raising(LengthFinishReasonError()), [])
+    for reply in (call.invoke({}), await call.ainvoke({})):
+        assert reply.content == '{"thought": "cut sh'
+        assert reply.usage_metadata["output_tokens"] == 8
+        assert reply.usage_metadata["input_token_details"]["cache_read"] == 30
+
+
+def test_other_errors_still_raise():
+    with pytest.raises(KeyError):
+        ModelCall(raising(KeyError("x")), []).invoke({})
