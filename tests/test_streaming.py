@@ -1,0 +1,94 @@
+"""Streaming: answer tokens with stream_mode="messages", each step with "updates"."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopgraphs import LOOPS, build_loop, create_react_graph
+from loopgraphs.nodes.parse import content_text
+from tests.fakes import ScriptedChatModel
+from tests.scripts import act, final, model_for
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+def test_messages_mode_yields_answer_tokens():
+    model = model_for(
+        "native",
+        [act("native", "multiply", {"a": 6, "b": 7}), final("native", "The product is 42.")],
+    )
+    graph = create_react_graph(model, [multiply])
+    tokens = [
+        content_text(chunk.content)
+        for chunk, meta in graph.stream({"messages": [("user", "6*7?")]}, stream_mode="messages")
+        if meta["langgraph_node"] == "generate" and content_text(chunk.content)
+    ]
+    assert tokens == ["The ", "product ", "is ", "42."]
+
+
+async def test_synthesized_answer_streams_from_its_own_node():
+    model = model_for(
+        "native",
+        [
+            act("native", "multiply", {"a": 6, "b": 7}),
+            final("native", "42"),
+            "Six times seven is 42.",
+        ],
+    )
+    graph = create_react_graph(model, [multiply], synthesize_answer=True)
+    tokens = []
+    final_state = None
+    async for mode, chunk in graph.astream(
+        {"messages": [("user", "6*7?")]}, stream_mode=["messages", "values"]
+    ):
+        if mode == "messages" and chunk[1]["langgraph_node"] == "synthesize":
+            tokens.append(content_text(chunk[0].content))
+        elif mode == "values":
+            final_state = chunk
+    assert "".join(tokens) == "Six times seven is 42."
+    assert final_state["answer"] == "Six times seven is 42."
+    assert final_state["llm_calls"] == 3
+    synthesis_prompt = content_text(model.prompts[2][-1].content)
+    assert "Tool result:" in synthesis_prompt and "6*7?" in synthesis_prompt
+
+
+def test_synthesis_context_cuts_tool_results_to_2000_chars():
+    def dump(n: int) -> str:
+        """Return n characters."""
+        return "x" * n
+
+    model = model_for("native", [act("native", "dump", {"n": 3000}), final("native", "done"), "ok"])
+    graph = create_react_graph(model, [dump], synthesize_answer=True, max_tool_output_chars=5000)
+    graph.invoke({"messages": [("user", "go")]})
+    prompt = content_text(model.prompts[2][-1].content)
+    (result_line,) = [line for line in prompt.split("Tool result: ")[1:]]
+    assert 1900 < prompt.count("x") < 2000
+    assert len(result_line.split("\nAssistant:")[0]) == 2000
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_updates_mode_shows_each_node(name):
+    model = ScriptedChatModel(replies=["FINAL ANSWER: 4"], repeat_last=True)
+    graph = build_loop(name, model, [])
+    nodes = [
+        next(iter(u)) for u in graph.stream({"messages": [("user", "2+2?")]}, stream_mode="updates")
+    ]
+    assert nodes[0] == "prepare" and len(nodes) >= 2
+    assert set(nodes) <= set(graph.get_graph().nodes)
+
+
+@pytest.mark.integration
+def test_local_model_streams_answer_tokens(local_model):
+    graph = create_react_graph(local_model)
+    chunks = [
+        chunk
+        for chunk, meta in graph.stream(
+            {"messages": [("user", "Say hello.")]}, stream_mode="messages"
+        )
+        if meta["langgraph_node"] == "generate"
+    ]
+    text = "".join(content_text(c.content) for c in chunks)
+    assert len([c for c in chunks if content_text(c.content)]) > 1 and text.strip()
