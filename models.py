@@ -44,7 +44,10 @@ ACCEPTED_SPECS = (
     "'gguf:<path>' (embedded llama.cpp with that GGUF file)",
     "'openai:<model>' (needs OPENAI_API_KEY)",
     "'http(s)://host[:port][/v1][#<model>]' (any OpenAI-compatible server)",
+    "'llamacpp:http(s)://host[:port]' (a running llama.cpp server: schema-constrained JSON)",
 )
+
+LLAMACPP_PROFILE: ModelProfile = {"tool_calling": False, "structured_output": True}
 
 
 @dataclass(frozen=True)
@@ -322,11 +325,7 @@ def local_chat_model(
         max_tokens=max_tokens,
         timeout=timeout,
         max_retries=max_retries,
-        profile={
-            "tool_calling": False,
-            "structured_output": True,
-            "max_input_tokens": server.n_ctx,
-        },
+        profile={**LLAMACPP_PROFILE, "max_input_tokens": server.n_ctx},
     )
 
 
@@ -442,6 +441,11 @@ def load_model(
         return client(model=model, api_key=api_key, base_url=url)
     kind, _, value = spec.partition(":")
     value = value.strip()
+    if kind == "llamacpp" and value.startswith(("http://", "https://")):
+        url, model = _openai_compatible_url(value)
+        return client(
+            model=model, api_key=LOCAL_API_KEY, base_url=url, profile=dict(LLAMACPP_PROFILE)
+        )
     if spec == "local" or (kind == "gguf" and value):
         server = get_local_server(gguf if spec == "local" else value)
         return local_chat_model(

@@ -2,7 +2,8 @@
 
 Each graph is built without a model: the model, tool mode, tools and budget come from the
 run's context (``LoopContext``), defaulting to the embedded local model and the
-calculator and search tools, so every loop can be picked and configured in Studio.
+calculator and search tools, so every loop can be picked and configured in Studio. The
+budgets are sized for a small local model; build your own graph for larger ones.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ STUDIO_TOOLS = ("calculator", "search")
 
 cot = create_cot_graph(None, name="cot")
 react = create_react_graph(None, get_tools(STUDIO_TOOLS), name="react")
-plan_execute = create_plan_execute_graph(None, get_tools(STUDIO_TOOLS), name="plan_execute")
+plan_execute = create_plan_execute_graph(
+    None, get_tools(STUDIO_TOOLS), max_steps=3, name="plan_execute"
+)
 reflexion = create_reflexion_graph(None, get_tools(STUDIO_TOOLS), name="reflexion")
 self_ask = create_self_ask_graph(None, get_tools(STUDIO_TOOLS), name="self_ask")
 critic = create_critic_graph(None, get_tools(STUDIO_TOOLS), name="critic")
-tot = create_tot_graph(None, name="tot")
+tot = create_tot_graph(None, n_branches=2, beam_width=1, max_depth=2, name="tot")

@@ -12,9 +12,9 @@ pytestmark = pytest.mark.integration
 SMALL_BUDGETS = {
     "cot": {},
     "react": {"max_iterations": 2},
-    "plan_execute": {"max_steps": 2, "max_step_iterations": 1},
-    "reflexion": {"max_reflections": 2, "max_iterations": 1},
-    "self_ask": {"max_follow_ups": 2},
+    "plan_execute": {"max_steps": 1, "max_step_iterations": 1},
+    "reflexion": {"max_reflections": 1, "max_iterations": 1},
+    "self_ask": {"max_follow_ups": 1},
     "critic": {"max_critique_rounds": 1},
     "tot": {"n_branches": 2, "beam_width": 1, "max_depth": 1},
 }

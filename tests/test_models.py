@@ -309,3 +309,10 @@ def test_local_spec_shares_one_server_per_file(
         stop_local_servers()
     assert not shared.is_running
     assert not models._local_servers
+
+
+def test_llamacpp_spec_declares_constrained_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = load_model("llamacpp:http://127.0.0.1:8080")
+    assert isinstance(model, ChatOpenAI)
+    assert str(model.openai_api_base) == "http://127.0.0.1:8080/v1"
+    assert capabilities(model) == Capabilities(tool_calling=False, structured_output=True)
