@@ -30,7 +30,8 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --package loopgraphs
+	mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/loopgraphs
+	MYPYPATH=build/typecheck $(BIN)/mypy --package loopgraphs
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff format .

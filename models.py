@@ -444,7 +444,7 @@ def load_model(
     if kind == "llamacpp" and value.startswith(("http://", "https://")):
         url, model = _openai_compatible_url(value)
         return client(
-            model=model, api_key=LOCAL_API_KEY, base_url=url, profile=dict(LLAMACPP_PROFILE)
+            model=model, api_key=LOCAL_API_KEY, base_url=url, profile=LLAMACPP_PROFILE.copy()
         )
     if spec == "local" or (kind == "gguf" and value):
         server = get_local_server(gguf if spec == "local" else value)

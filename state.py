@@ -8,6 +8,7 @@ concurrently (tool calls, branches, claims) add up instead of overwriting each o
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -36,12 +37,12 @@ def empty_usage() -> Usage:
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     """Reducer: add two usage records field by field."""
-    total = empty_usage()
-    for part in (left, right):
-        if part:
-            for key in total:
-                total[key] += int(part.get(key, 0) or 0)  # type: ignore[literal-required]
-    return total
+    parts: list[Mapping[str, Any]] = [part for part in (left, right) if part]
+    return {
+        "input_tokens": sum(int(part.get("input_tokens", 0) or 0) for part in parts),
+        "output_tokens": sum(int(part.get("output_tokens", 0) or 0) for part in parts),
+        "cached_tokens": sum(int(part.get("cached_tokens", 0) or 0) for part in parts),
+    }
 
 
 def usage_of(message: Any) -> Usage:
@@ -111,7 +112,7 @@ def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     return {"llm_calls": len(replies), "usage": usage}
 
 
-def start_run(state: dict[str, Any], fence: str) -> dict[str, Any]:
+def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
     """Update for a loop's first node: reset per-run counters and check the input.
 
     Counters are overwritten (not added to) so that a new run on an existing thread

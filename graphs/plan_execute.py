@@ -406,13 +406,13 @@ def build_plan_execute(
         }
 
     def route_prepared(state: dict[str, Any]) -> Literal["plan", "__end__"]:
-        return END if state.get("status") == "error" else "plan"
+        return "__end__" if state.get("status") == "error" else "plan"
 
     def route_planned(
         state: dict[str, Any],
     ) -> Literal["review_plan", "execute", "synthesize", "__end__"]:
         if state.get("status") == "error":
-            return END
+            return "__end__"
         if low(state):
             return "synthesize"
         if not approve_plan:
@@ -424,21 +424,21 @@ def build_plan_execute(
         # No check of remaining_steps here: review_plan only runs with room for a step,
         # and LangGraph's update_state (used to settle a review) reports too few steps.
         if state.get("status") == "error":
-            return END
+            return "__end__"
         return "synthesize" if plan_done(state) else "execute"
 
     def route_executed(
         state: dict[str, Any],
     ) -> Literal["execute", "replan", "synthesize", "__end__"]:
         if state.get("status") == "error":
-            return END
+            return "__end__"
         if low(state) or plan_done(state):
             return "synthesize"
         return "replan" if replan else "execute"
 
     def route_replanned(state: dict[str, Any]) -> Literal["execute", "synthesize", "__end__"]:
         if state.get("status") == "error":
-            return END
+            return "__end__"
         return "synthesize" if low(state) or plan_done(state) else "execute"
 
     policy: RetryPolicy | None = settings.retry_policy

@@ -211,7 +211,7 @@ def review_requests(
     problem = ""
     while True:
         payload = interrupt({**request, "error": problem} if problem else request)
-        decisions = payload.get("decisions") if isinstance(payload, dict) else None
+        decisions: Any = payload.get("decisions") if isinstance(payload, dict) else None
         problem = decision_problem(decisions, len(flagged))
         if not problem:
             break
@@ -304,9 +304,10 @@ def build_react(
     def select_tools(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         names = run.tools.names
+        allowed: Any = Literal[tuple(names)]
         choice: type[BaseModel] = create_model(
             "ToolSelection",
-            tools=(list[Literal[tuple(names)]], Field(description="names of the tools to use")),  # type: ignore[valid-type]
+            tools=(list[allowed], Field(description="names of the tools to use")),
         )
         request = content_text(state["messages"][-1].content)
         prompt = prompts.SELECT_TOOLS.format(
@@ -412,21 +413,23 @@ def build_react(
         state: dict[str, Any], runtime: Runtime[Any]
     ) -> Literal["select_tools", "generate", "__end__"]:
         if state.get("status") == "error":
-            return END
+            return "__end__"
         if len(settings.for_run(runtime).tools) > TOOL_SELECTION_THRESHOLD:
             return "select_tools"
         return "generate"
 
     def route_generated(state: dict[str, Any]) -> Literal["parse", "__end__"]:
-        return END if state.get("status") == "error" else "parse"
+        return "__end__" if state.get("status") == "error" else "parse"
 
     def route_parsed(
         state: dict[str, Any], runtime: Runtime[Any]
     ) -> Literal["call_tool", "generate", "final_answer", "synthesize", "__end__"]:
         if state.get("status") == "completed":
-            return "synthesize" if synthesize_answer and state.get("iterations", 0) > 1 else END
+            return (
+                "synthesize" if synthesize_answer and state.get("iterations", 0) > 1 else "__end__"
+            )
         if state.get("status") == "error":
-            return END
+            return "__end__"
         if state.get("pending"):
             return "call_tool"
         return _next_turn(state, runtime)
@@ -447,7 +450,7 @@ def build_react(
         return "generate"
 
     def route_final(state: dict[str, Any]) -> Literal["synthesize", "__end__"]:
-        return "synthesize" if synthesize_answer and state.get("status") != "error" else END
+        return "synthesize" if synthesize_answer and state.get("status") != "error" else "__end__"
 
     policy: RetryPolicy | None = settings.retry_policy
     builder = StateGraph(ReActState, input_schema=InputState, context_schema=LoopContext)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
@@ -165,16 +165,16 @@ def build_reflexion(
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 
     def route_prepared(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return END if state.get("status") == "error" else "generate"
+        return "__end__" if state.get("status") == "error" else "generate"
 
     def route_generated(state: dict[str, Any]) -> Literal["evaluate", "__end__"]:
-        return END if state.get("status") == "error" else "evaluate"
+        return "__end__" if state.get("status") == "error" else "evaluate"
 
     def route_evaluated(state: dict[str, Any]) -> Literal["reflect", "__end__"]:
-        return "reflect" if state.get("status") == "running" else END
+        return "reflect" if state.get("status") == "running" else "__end__"
 
     def route_reflected(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return END if state.get("status") == "error" else "generate"
+        return "__end__" if state.get("status") == "error" else "generate"
 
     policy: RetryPolicy | None = settings.retry_policy
     builder = StateGraph(ReflexionState, input_schema=InputState, context_schema=LoopContext)

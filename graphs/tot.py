@@ -70,8 +70,11 @@ STEPS_PER_LEVEL = 2  # expand, score_branches
 # A node that sees remaining_steps == r can be followed by r - 1 more supersteps; another
 # level needs STEPS_PER_LEVEL of them plus one for final_answer.
 ANSWER_RE = re.compile(r"ANSWER\**[ \t]*:")
+# The bullet alternatives never share a star with the optional bold prefix, so a long run
+# of "*" is matched in linear time.
 ITEM_RE = re.compile(
-    r"\**(?:(?:step|thought|option|idea)[ \t]*)?(?:\d{1,3}[ \t]*[.):]|[-*\u2022])\**(?:[ \t]+|$)",
+    r"(?:\**(?:(?:step|thought|option|idea)[ \t]*)?(?:\d{1,3}[ \t]*[.):]|[-\u2022])|\*)"
+    r"\**(?:[ \t]+|$)",
     re.IGNORECASE,
 )
 StopReason = Literal["", "answer", "max_depth", "dead_end", "step_limit"]
@@ -374,14 +377,14 @@ def build_tot(
 
     def route_start(state: dict[str, Any]) -> list[Send] | Literal["final_answer", "__end__"]:
         if state.get("status") != "running":
-            return END
+            return "__end__"
         if state.get("stop_reason") == "step_limit":
             return "final_answer"
         return expansions(state)
 
     def route_scored(state: dict[str, Any]) -> list[Send] | Literal["final_answer", "__end__"]:
         if state.get("status") != "running":
-            return END
+            return "__end__"
         if state.get("stop_reason"):
             return "final_answer"
         return expansions(state)

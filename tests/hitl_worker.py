@@ -35,7 +35,9 @@ def main(command: str, uri: str, thread: str, log: str) -> None:
     model = ScriptedChatModel(replies=[reply], repeat_last=True, profile={"tool_calling": True})
     with PostgresSaver.from_conn_string(uri) as saver:
         saver.setup()
-        graph = create_react_graph(model, [transfer], checkpointer=saver, interrupt_before_tools=True)
+        graph = create_react_graph(
+            model, [transfer], checkpointer=saver, interrupt_before_tools=True
+        )
         config = {"configurable": {"thread_id": thread}}
         if command == "start":
             graph.invoke({"messages": [("user", "send 25")]}, config)

@@ -37,7 +37,9 @@ def test_cli_run_continued_with_thread(local_server, tmp_path, capsys):
 
 def test_cli_resume_needs_a_pending_run(tmp_path, capsys):
     db = str(tmp_path / "x.sqlite")
-    code = main(["run", "react", "--base-url", "http://127.0.0.1:9", "--db", db, "--thread", "none"])
+    code = main(
+        ["run", "react", "--base-url", "http://127.0.0.1:9", "--db", db, "--thread", "none"]
+    )
     assert code == 2
     assert "nothing to resume on thread 'none'" in capsys.readouterr().out
 
