@@ -107,3 +107,65 @@ def test_tools_not_listed_run_without_pausing():
     config = {"configurable": {"thread_id": "t"}}
     out = graph.invoke({"messages": [("user", "go")]}, config)
     assert paused(graph, config) == [] and out["answer"] == "ok" and len(log) == 1
+
+
+def lookup_tool(log: list):
+    def lookup(query: str) -> str:
+        """Look something up."""
+        log.append(query)
+        return f"facts about {query}"
+
+    return lookup
+
+
+@pytest.mark.parametrize(
+    ("loop", "script", "options"),
+    [
+        (
+            "self_ask",
+            [
+                "Are follow up questions needed here? Yes.\nFollow up: Who founded Quillmark?",
+                "So the final answer is: Ann",
+            ],
+            {"max_follow_ups": 2},
+        ),
+        (
+            "critic",
+            [
+                "Quillmark was founded by Bob.",
+                "CLAIM: founder\nTOOL: lookup\nTOOL INPUT: Quillmark founder",
+                "Ann founded Quillmark.",
+            ],
+            {"max_critique_rounds": 1},
+        ),
+    ],
+)
+def test_other_tool_loops_pause_and_take_edits(loop, script, options):
+    from loopgraphs import build_loop
+
+    log: list = []
+    model = model_for("text", script)
+    graph = build_loop(
+        loop,
+        model,
+        [lookup_tool(log)],
+        tool_mode="text",
+        checkpointer=InMemorySaver(),
+        interrupt_before_tools=True,
+        **options,
+    )
+    config = {"configurable": {"thread_id": loop}}
+    graph.invoke({"messages": [("user", "Who founded Quillmark?")]}, config)
+    (payload,) = paused(graph, config)
+    assert payload["action_requests"][0]["name"] == "lookup" and log == []
+    edited = {"name": "lookup", "args": {"query": "Quillmark Instruments"}}
+    out = graph.invoke(
+        Command(resume={"decisions": [{"type": "edit", "edited_action": edited}]}), config
+    )
+    assert log == ["Quillmark Instruments"]
+    assert any(
+        "facts about Quillmark Instruments" in content_text(m.content)
+        for p in model.prompts
+        for m in p
+    )
+    assert out["status"] == "completed" and out["answer"].startswith("Ann")
