@@ -17,9 +17,11 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
+from rich.text import Text
 
 from loopgraphs.graphs.registry import LOOP_SUMMARIES, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
@@ -33,6 +35,7 @@ DEMO_QUESTIONS = (
     "Who founded Quillmark Instruments?",
 )
 SHOWN_CHARS = 600
+TOKEN_TAIL = 90
 
 
 class CliError(Exception):
@@ -172,21 +175,23 @@ class StepPrinter:
         for key in ("plan", "draft", "reflections"):
             if values.get(key):
                 shown = json.dumps(values[key], ensure_ascii=False, default=str)
-                self.console.print(f"[magenta]{node}[/] {key}: {_short(shown)}")
+                self.console.print(f"[magenta]{node}[/] {key}: {escape(_short(shown))}")
 
     def message(self, node: str, message: AnyMessage) -> None:
         text = content_text(message.content).strip()
         if isinstance(message, AIMessage):
             if text:
-                self.console.print(f"[cyan]{node} · thought[/] {_short(text)}")
+                self.console.print(f"[cyan]{node} · thought[/] {escape(_short(text))}")
             for call in message.tool_calls:
                 args = json.dumps(call["args"], ensure_ascii=False)
-                self.console.print(f"[yellow]{node} · action[/] {call['name']}({args})")
+                self.console.print(
+                    f"[yellow]{node} · action[/] {escape(call['name'])}({escape(args)})"
+                )
         elif isinstance(message, ToolMessage) or (
             isinstance(message, HumanMessage)
             and text.startswith(("Observation:", "Intermediate answer:"))
         ):
-            self.console.print(f"[green]{node} · observation[/] {_short(text)}")
+            self.console.print(f"[green]{node} · observation[/] {escape(_short(text))}")
 
 
 def _short(text: str) -> str:
@@ -196,18 +201,36 @@ def _short(text: str) -> str:
 
 def stream_run(
     graph: Any, inputs: Any, config: dict[str, Any], console: Console, *, live: bool
-) -> None:
-    """Run the graph, printing each step as it happens."""
+) -> dict[str, Any]:
+    """Run the graph, printing each step and showing the model's tokens as they arrive.
+
+    Returns:
+        The last state of the top-level graph.
+    """
     printer = StepPrinter(console)
-    status = console.status("thinking…", spinner="dots") if live else nullcontext()
-    with status:
-        for namespace, chunk in graph.stream(inputs, config, stream_mode="updates", subgraphs=True):
-            for node, values in chunk.items():
-                if node.startswith("__"):
-                    continue
-                if live:
-                    label = "/".join([*(n.split(":")[0] for n in namespace), node])
-                    printer.update(label, values)
+    values: dict[str, Any] = {}
+    tokens = ""
+    modes = ["updates", "messages", "values"]
+    with console.status("thinking…", spinner="dots") if live else nullcontext() as spinner:
+        for namespace, mode, chunk in graph.stream(
+            inputs, config, stream_mode=modes, subgraphs=True
+        ):
+            if mode == "values":
+                values = chunk if not namespace else values
+            elif not live or spinner is None:
+                continue
+            elif mode == "messages":
+                message, meta = chunk
+                tokens = (tokens + content_text(message.content))[-TOKEN_TAIL:]
+                shown = escape(" ".join(tokens.split()))
+                spinner.update(f"[dim]{meta.get('langgraph_node', '')}[/] {shown}")
+            else:
+                tokens = ""
+                for node, update in chunk.items():
+                    if not node.startswith("__"):
+                        label = "/".join([*(n.split(":")[0] for n in namespace), node])
+                        printer.update(label, update)
+    return values
 
 
 def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -215,7 +238,9 @@ def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[
     decisions: list[dict[str, Any]] = []
     for request in requests:
         console.print(
-            Panel(request.get("description", ""), title=f"approve tool call: {request['name']}")
+            Panel(
+                Text(request.get("description", "")), title=f"approve tool call: {request['name']}"
+            )
         )
         choice = Prompt.ask(
             "approve / edit / reject", choices=["approve", "edit", "reject"], default="approve"
@@ -279,7 +304,9 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
         except (TypeError, ValueError) as exc:
             raise CliError(str(exc)) from exc
         if not args.json:
-            console.print(f"[bold]{args.loop}[/] on {describe_model(model)} · thread {thread}")
+            console.print(
+                f"[bold]{args.loop}[/] on {escape(describe_model(model))} · thread {thread}"
+            )
         inputs: Any = {"messages": [("user", args.question)]} if args.question else None
         if inputs is None and not graph.get_state(config).next:
             raise CliError(f"nothing to resume on thread {thread!r}: give a question")
@@ -310,14 +337,14 @@ def print_result(values: dict[str, Any], console: Console, *, as_json: bool) -> 
         console.print_json(json.dumps(summary, default=str))
     else:
         console.print(
-            Panel(str(values.get("answer", "")), title="answer", border_style="bold green")
+            Panel(Text(str(values.get("answer", ""))), title="answer", border_style="bold green")
         )
         usage = values.get("usage") or {}
         console.print(
             f"status {values.get('status')} · {values.get('llm_calls', 0)} model calls · "
             f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens "
             f"({usage.get('cached_tokens', 0)} cached)"
-            + (f" · error: {values['error']}" if values.get("error") else "")
+            + (f" · error: {escape(values['error'])}" if values.get("error") else "")
         )
     return 0 if values.get("status") != "error" else 1
 
@@ -344,20 +371,10 @@ def command_demo(args: argparse.Namespace, console: Console) -> int:
     model = model_from(args)
     tools = get_tools(["calculator", "search"])
     graph = build_loop("react", model, tools, max_iterations=4)
-    console.print(f"[bold]ReAct[/] on {describe_model(model)} with calculator and search")
+    console.print(f"[bold]ReAct[/] on {escape(describe_model(model))} with calculator and search")
     for question in DEMO_QUESTIONS:
         console.rule(question)
-        values: dict[str, Any] = {}
-        printer = StepPrinter(console)
-        with console.status("thinking…", spinner="dots"):
-            for mode, chunk in graph.stream(
-                {"messages": [("user", question)]}, stream_mode=["updates", "values"]
-            ):
-                if mode == "values":
-                    values = chunk
-                    continue
-                for node, update in chunk.items():
-                    printer.update(node, update)
+        values = stream_run(graph, {"messages": [("user", question)]}, {}, console, live=True)
         print_result(values, console, as_json=False)
     return 0
 
@@ -383,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_demo(args, console)
         return command_eval(args, console)
     except CliError as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -1,0 +1,111 @@
+"""The loopgraphs command: list, draw, run with live steps, terminal approval."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopgraphs import LOOPS, cli
+from tests.scripts import act, final, model_for
+
+
+def test_list_shows_all_seven_loops(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in LOOPS:
+        assert name in out
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_draw_prints_mermaid(name, capsys):
+    assert cli.main(["draw", name]) == 0
+    out = capsys.readouterr().out
+    assert "graph TD;" in out and "prepare" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "nope", "q"], "unknown loop 'nope'"),
+        (["run", "react", "q", "--tools", "hammer"], "unknown toolkit 'hammer'"),
+        (["run", "react", "q", "--model", "banana"], "Unknown model spec 'banana'"),
+        (["run", "react", "q", "--option", "oops"], "--option expects key=value"),
+        (["draw", "nope"], "unknown loop 'nope'"),
+    ],
+)
+def test_user_errors_are_one_line(argv, message, capsys, tmp_path):
+    assert (
+        cli.main([*argv, *(["--db", str(tmp_path / "x.sqlite")] if argv[0] == "run" else [])]) == 2
+    )
+    out = capsys.readouterr().out
+    assert message in out and "Traceback" not in out and len(out.strip().splitlines()) <= 2
+
+
+def scripted(monkeypatch, replies):
+    model = model_for("native", replies)
+    monkeypatch.setattr(cli, "model_from", lambda args: model)
+    return model
+
+
+@pytest.mark.parametrize(
+    "name", ["react", "self_ask", "critic", "plan_execute", "reflexion", "cot", "tot"]
+)
+def test_run_accepts_every_loop(name, monkeypatch, tmp_path, capsys):
+    scripted(monkeypatch, ["FINAL ANSWER: 4"] * 40)
+    code = cli.main(
+        ["run", name, "2+2?", "--tools", "", "--db", str(tmp_path / "x.sqlite"), "--json"]
+    )
+    assert code == 0
+    assert '"status"' in capsys.readouterr().out
+
+
+def test_run_shows_steps_live_and_the_answer(monkeypatch, tmp_path, capsys):
+    scripted(
+        monkeypatch,
+        [act("native", "calculator", {"expression": "6*7"}), final("native", "It is 42.")],
+    )
+    code = cli.main(
+        ["run", "react", "6*7?", "--tools", "calculator", "--db", str(tmp_path / "x.sqlite")]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "action" in out and "calculator" in out
+    assert "observation" in out and "42" in out
+    assert "It is 42." in out and "2 model calls" in out
+
+
+def test_approve_tools_asks_at_the_terminal(monkeypatch, tmp_path, capsys):
+    model = scripted(
+        monkeypatch, [act("native", "calculator", {"expression": "6*7"}), final("native", "done")]
+    )
+    answers = iter(["edit", '{"expression": "6*8"}'])
+    monkeypatch.setattr(cli.Prompt, "ask", lambda *a, **k: next(answers))
+    monkeypatch.setattr(cli.sys.stdin, "isatty", lambda: True)
+    db = str(tmp_path / "x.sqlite")
+    assert (
+        cli.main(["run", "react", "6*7?", "--tools", "calculator", "--approve-tools", "--db", db])
+        == 0
+    )
+    assert "48" in str(model.prompts[1][-1].content)
+    assert "approve tool call: calculator" in capsys.readouterr().out
+
+
+def test_paused_run_without_a_terminal_says_how_to_resume(monkeypatch, tmp_path, capsys):
+    scripted(
+        monkeypatch, [act("native", "calculator", {"expression": "1+1"}), final("native", "2")]
+    )
+    monkeypatch.setattr(cli.sys.stdin, "isatty", lambda: False)
+    db = str(tmp_path / "x.sqlite")
+    argv = [
+        "run",
+        "react",
+        "1+1?",
+        "--tools",
+        "calculator",
+        "--approve-tools",
+        "--db",
+        db,
+        "--thread",
+        "t9",
+    ]
+    assert cli.main(argv) == 0
+    assert "--thread t9" in capsys.readouterr().out
