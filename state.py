@@ -79,15 +79,9 @@ class OutputState(TypedDict, total=False):
     tool_mode: str
 
 
-class LoopState(InputState, total=False):
+class LoopState(OutputState, total=False):
     """Fields shared by every loop; each loop extends it with its own."""
 
-    answer: str
-    status: Status
-    error: str
-    llm_calls: Annotated[int, operator.add]
-    usage: Annotated[Usage, add_usage]
-    tool_mode: str
     fence: str
     remaining_steps: RemainingSteps
 
