@@ -31,7 +31,7 @@ def test_notebook_runs(path, tmp_path, local_server, monkeypatch):
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook,
-        timeout=300,
+        timeout=900,
         kernel_name="python3",
         resources={"metadata": {"path": str(tmp_path)}},
     )
