@@ -23,7 +23,7 @@ from loopgraphs.nodes.generate import call_model, guard
 from loopgraphs.nodes.grammars import answer_key
 from loopgraphs.nodes.parse import content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, as_node
-from loopgraphs.nodes.settings import LoopSettings, check_positive, make_settings
+from loopgraphs.nodes.settings import LoopSettings, check_positive, compile_loop, make_settings
 from loopgraphs.state import InputState, LoopState, counted, start_run
 
 COT_SYSTEM = """You are a careful problem solver. Work through the problem step by step:
@@ -195,6 +195,9 @@ def create_cot_graph(
     """
     check_positive("self_consistency", self_consistency)
     settings = make_settings(model, None, retry_policy=retry_policy, system_prompt=system_prompt)
-    return build_cot(settings, self_consistency).compile(
-        checkpointer=checkpointer, name=name or "cot"
+    return compile_loop(
+        build_cot(settings, self_consistency),
+        checkpointer=checkpointer,
+        name=name,
+        default_name="cot",
     )

@@ -35,7 +35,13 @@ from loopgraphs.nodes.generate import call_model, guard
 from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique, unfence
 from loopgraphs.nodes.parse import content_text
 from loopgraphs.nodes.runner import Logic, as_node
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_positive,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.state import InputState, LoopState, merge_dict, start_run
 
@@ -430,4 +436,6 @@ def create_critic_graph(
         interrupt_before_tools=interrupt_before_tools,
         system_prompt=system_prompt,
     )
-    return build_critic(settings).compile(checkpointer=checkpointer, name=name or "critic")
+    return compile_loop(
+        build_critic(settings), checkpointer=checkpointer, name=name, default_name="critic"
+    )

@@ -32,7 +32,13 @@ from loopgraphs.nodes.evaluate import question_text
 from loopgraphs.nodes.generate import call_model, guard
 from loopgraphs.nodes.parse import clip, content_text, final_answer_of
 from loopgraphs.nodes.runner import Call, Logic, as_node
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_positive,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import InputState, LoopState, empty_usage, start_run
 
@@ -551,4 +557,4 @@ def create_plan_execute_graph(
         replan=replan,
         approve_plan=approve_plan,
     )
-    return builder.compile(checkpointer=checkpointer, name=name or "plan_execute")
+    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="plan_execute")

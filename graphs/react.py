@@ -42,7 +42,13 @@ from loopgraphs.nodes.parse import (
     parse_react_text,
 )
 from loopgraphs.nodes.runner import Logic, ModelCall, as_node
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_flag,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import InputState, ReActState, counted, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -557,5 +563,7 @@ def create_react_graph(
         interrupt_before_tools=interrupt_before_tools,
         system_prompt=system_prompt,
     )
-    builder = build_react(settings, synthesize_answer=synthesize_answer)
-    return builder.compile(checkpointer=checkpointer, name=name or "react")
+    builder = build_react(
+        settings, synthesize_answer=check_flag("synthesize_answer", synthesize_answer)
+    )
+    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="react")

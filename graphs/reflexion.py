@@ -35,7 +35,13 @@ from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, questi
 from loopgraphs.nodes.generate import guard
 from loopgraphs.nodes.reflect import reflect_on
 from loopgraphs.nodes.runner import Logic, as_node
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_positive,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.state import InputState, LoopState, empty_usage, start_run
 
 REFLECTIONS_BLOCK = """Lessons from your earlier attempts at this question (judged unsatisfactory):
@@ -256,4 +262,4 @@ def create_reflexion_graph(
         system_prompt=system_prompt,
     )
     builder = build_reflexion(settings, max_reflections=max_reflections)
-    return builder.compile(checkpointer=checkpointer, name=name or "reflexion")
+    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="reflexion")

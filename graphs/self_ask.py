@@ -33,7 +33,13 @@ from loopgraphs.nodes.generate import best_effort_answer, call_model, guard
 from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask, unfence
 from loopgraphs.nodes.parse import content_text
 from loopgraphs.nodes.runner import Logic, as_node
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_positive,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.prompts import FENCE_NOTE
 from loopgraphs.state import InputState, LoopState, merge_dict, start_run
 
@@ -467,4 +473,6 @@ def create_self_ask_graph(
         interrupt_before_tools=interrupt_before_tools,
         system_prompt=system_prompt,
     )
-    return build_self_ask(settings).compile(checkpointer=checkpointer, name=name or "self_ask")
+    return compile_loop(
+        build_self_ask(settings), checkpointer=checkpointer, name=name, default_name="self_ask"
+    )

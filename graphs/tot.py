@@ -29,7 +29,13 @@ from loopgraphs.nodes.generate import call_model, guard
 from loopgraphs.nodes.parse import clip, content_text, extract_json
 from loopgraphs.nodes.runner import Logic, LogicFactory, as_node
 from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
-from loopgraphs.nodes.settings import LoopSettings, ToolsArg, check_positive, make_settings
+from loopgraphs.nodes.settings import (
+    LoopSettings,
+    ToolsArg,
+    check_positive,
+    compile_loop,
+    make_settings,
+)
 from loopgraphs.state import InputState, LoopState, counted, start_run
 
 TOT_SYSTEM = (
@@ -499,7 +505,7 @@ def create_tot_graph(
         scoring=scoring,
         generation=generation,
     )
-    return builder.compile(checkpointer=checkpointer, name=name or "tot")
+    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="tot")
 
 
 __all__ = ["Branch", "ToTState", "call_budget", "create_tot_graph", "parse_thoughts"]

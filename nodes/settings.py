@@ -10,6 +10,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
@@ -164,3 +167,30 @@ def make_settings(
         interrupt_before_tools=review,
         system_prompt=system_prompt,
     )
+
+
+def compile_loop(
+    builder: StateGraph[Any, Any, Any, Any],
+    *,
+    checkpointer: Any,
+    name: str | None,
+    default_name: str,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile a loop's graph after checking the arguments every factory forwards."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string or None; got {type(name).__name__}")
+    if checkpointer not in (None, True, False) and not isinstance(
+        checkpointer, BaseCheckpointSaver
+    ):
+        raise TypeError(
+            "checkpointer must be a LangGraph checkpointer (e.g. InMemorySaver, SqliteSaver, "
+            f"PostgresSaver) or None; got {type(checkpointer).__name__}"
+        )
+    return builder.compile(checkpointer=checkpointer, name=name or default_name)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """Validate a boolean option such as ``synthesize_answer``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return value
