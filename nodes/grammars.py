@@ -35,13 +35,13 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def loads_lenient(candidate: str) -> Any:
+def loads_lenient(candidate: str, repair_limit: int = MAX_REPAIR_CHARS) -> Any:
     """Decode JSON, repairing small broken objects; None when it cannot be read."""
     try:
         return json.loads(candidate)
     except (ValueError, RecursionError):
         pass
-    if len(candidate) > MAX_REPAIR_CHARS or _nesting(candidate) > MAX_REPAIR_DEPTH:
+    if len(candidate) > repair_limit or _nesting(candidate) > MAX_REPAIR_DEPTH:
         return None
     try:
         return json_repair.loads(candidate)
@@ -52,8 +52,10 @@ def loads_lenient(candidate: str) -> Any:
 def json_objects(text: str, limit: int = MAX_JSON_CANDIDATES) -> list[dict[str, Any]]:
     """The top-level JSON objects in free text (a JSON list of objects included), in order."""
     found = []
+    budget = MAX_REPAIR_CHARS  # repair work shared by all candidates of one text
     for start, end in json_spans(text)[:limit]:
-        value = loads_lenient(text[start:end])
+        value = loads_lenient(text[start:end], budget)
+        budget -= end - start
         if isinstance(value, dict) and value:
             found.append(value)
     return found
@@ -247,7 +249,7 @@ def _self_ask_json(text: str) -> SelfAskTurn | None:
 # ---------------------------------------------------------------- CRITIC
 
 CLAIM_LINE_RE = re.compile(
-    r"[ \t>*_#-]*(?:\d{1,3}[.)][ \t]*)?[*_]*(claim|tool[ \t_]*input|tool)[ \t*_]*:[ \t*_]*",
+    r"[ \t>*_#-]*(?:\d{1,3}[.)][ \t]*[*_]*)?(claim|tool[ \t_]*input|tool)[ \t*_]*:[ \t*_]*",
     re.IGNORECASE,
 )
 VERIFIED_LINE_RE = re.compile(r"[ \t>*_#-]*VERIFIED\b", re.IGNORECASE)

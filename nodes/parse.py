@@ -14,6 +14,11 @@ from typing import Any, Literal
 import json_repair
 
 MAX_PARSE_CHARS = 200_000
+# Broken JSON is repaired only while small and shallow: json_repair is pure Python and far
+# slower than linear on long or deeply nested input, so one reply may spend at most
+# MAX_REPAIR_CHARS characters of repair work, on candidates nested at most MAX_REPAIR_DEPTH.
+MAX_REPAIR_CHARS = 20_000
+MAX_REPAIR_DEPTH = 32
 FINAL_ANSWER_RE = re.compile(r"FINAL[ _]ANSWER\s*:[ \t]*", re.IGNORECASE)
 ACTION_RE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 ACTION_INPUT_RE = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:[ \t]*", re.IGNORECASE | re.MULTILINE)
@@ -96,12 +101,25 @@ def json_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def nesting_depth(text: str) -> int:
+    """The deepest ``{``/``[`` nesting in text, in one linear pass (strings not honoured)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]" and depth:
+            depth -= 1
+    return deepest
+
+
 def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, Any] | None:
     """Extract the first JSON object from free text.
 
     Objects are found with a balanced-brace scan (strings and escapes respected); each
     candidate is parsed strictly first and then repaired (trailing commas, single
-    quotes, a missing closing brace).
+    quotes, a missing closing brace) while the repair budget (``MAX_REPAIR_CHARS`` in all,
+    nesting up to ``MAX_REPAIR_DEPTH``) lasts, so the time stays linear in the input.
 
     Args:
         text: Any model output.
@@ -111,11 +129,15 @@ def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, Any] | None
         The first object that parses, or None.
     """
     text = clip(text)
+    budget = MAX_REPAIR_CHARS
     for start, end in json_spans(text)[:max_candidates]:
         candidate = text[start:end]
         try:
             value = json.loads(candidate)
         except (ValueError, RecursionError):
+            if len(candidate) > budget or nesting_depth(candidate) > MAX_REPAIR_DEPTH:
+                continue
+            budget -= len(candidate)
             try:
                 value = json_repair.loads(candidate)
             except Exception:

@@ -109,6 +109,8 @@ def parse_scores(text: str, count: int) -> dict[str, Any] | None:
     text = clip(text)
     indexed: dict[int, int] = {}
     for raw_line in text.splitlines():
+        if not raw_line or raw_line.isspace():
+            continue
         line = raw_line.strip().lstrip("*#").strip()[:MAX_SCORE_LINE]
         lowered = line.lower()
         for label in _LABELS:

@@ -33,10 +33,18 @@ _BINARY_OPERATORS: dict[type[ast.operator], Callable[[Number, Number], Number]] 
     ast.Mod: operator.mod,
 }
 
+
+def _round(value: Number, ndigits: Number | None = None) -> Number:
+    # round(5, -10**18) would compute 10**(10**18): bound the digits like any result.
+    if isinstance(ndigits, int) and abs(ndigits) > MAX_RESULT_DIGITS:
+        raise CalculatorError(f"round() digits must be within ±{MAX_RESULT_DIGITS}")
+    return round(value) if ndigits is None else round(value, ndigits)  # type: ignore[arg-type]
+
+
 _FUNCTIONS: dict[str, Callable[..., Number]] = {
     "sqrt": math.sqrt,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "min": min,
     "max": max,
     "floor": math.floor,

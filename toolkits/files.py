@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 MAX_READ_CHARS = 20_000
+MAX_PATH_CHARS = 1024
 MAX_LIST_ENTRIES = 1000
 _CHUNK_BYTES = 64 * 1024
 
@@ -48,6 +49,8 @@ class _Sandbox:
         """Return the existing path inside the root, or an error message."""
         if "\x00" in path:
             return "Error: the path contains a NUL byte."
+        if len(path) > MAX_PATH_CHARS:
+            return f"Error: the path is {len(path)} characters long (limit {MAX_PATH_CHARS})."
         if "\\" in path:
             return "Error: backslashes are not allowed in paths; use '/'."
         relative = PurePosixPath(path.strip() or ".")
@@ -63,7 +66,11 @@ class _Sandbox:
             return f"Error: cannot resolve {path!r}: {exc}"
         if not candidate.is_relative_to(self.root):
             return f"Error: {path!r} leads outside the workspace root."
-        if not candidate.exists():
+        try:
+            exists = candidate.exists()
+        except OSError as exc:  # e.g. a path component longer than the file system allows
+            return f"Error: cannot use {path!r}: {exc.strerror or exc}"
+        if not exists:
             return f"Error: {path!r} does not exist."
         return candidate
 

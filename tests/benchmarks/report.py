@@ -1,0 +1,314 @@
+"""Render benchmark results as Markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ratio(s: dict[str, Any] | None, digits: int = 2, unit: str = "×") -> str:
+    if not s:
+        return "-"
+    return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+
+def share(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "-"
+    return f"{100 * s['median']:.1f}% ({100 * s['min']:.1f}–{100 * s['max']:.1f})"
+
+
+def micro(s: dict[str, Any]) -> str:
+    return f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f})"
+
+
+def seconds(s: dict[str, Any]) -> str:
+    return f"{s['median']:.3f} ({s['min']:.3f}–{s['max']:.3f})"
+
+
+def verdict(met: bool | None) -> str:
+    return "-" if met is None else ("yes" if met else "**missed**")
+
+
+def table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return [*lines, ""]
+
+
+def summary_rows(results: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for row in results["overhead"]["react_vs_alternatives"]:
+        figure = row["ratio_vs_create_agent"]
+        rows.append(
+            [
+                f"ReAct / create_agent, CPU µs per model call, N={row['tool_calls']} "
+                f"({row['mode']})",
+                ratio(figure),
+                "≤ 1.0×",
+                verdict(figure["median"] <= 1.0),
+            ]
+        )
+    for row in results["overhead"]["react_vs_alternatives"]:
+        rows.append(
+            [
+                f"ReAct / plain loop, N={row['tool_calls']} ({row['mode']})",
+                ratio(row["ratio_vs_plain"]),
+                "-",
+                "-",
+            ]
+        )
+    for row in results["concurrency"]:
+        target = row.get("target")
+        key = target["figure"] if target else "ratio_wall_vs_sequential"
+        label = (
+            "tool phase / slowest tool"
+            if key == "ratio_tool_phase_vs_slowest_tool"
+            else "wall / sequential sum"
+        )
+        rows.append(
+            [
+                f"{row['scenario']} ({row['mode']}): {label}",
+                ratio(row[key]),
+                f"≤ {target['max']:.2f}×" if target else "-",
+                verdict(row.get("met")),
+            ]
+        )
+    for item in results["economy"]["tot_comparison"]:
+        per_branch, batched = item["calls"]
+        rows.append(
+            [
+                "ToT calls, batched/propose vs per_branch/sample "
+                f"(b=3, d=3, w={item['beam_width']})",
+                f"{batched} vs {per_branch} = {item['ratio_calls_batched_vs_per_branch']:.2f}×",
+                "-",
+                "-",
+            ]
+        )
+    local = results.get("local") or {}
+    if "cached_share" in local:
+        rows.append(
+            [
+                f"local ReAct ({', '.join(local['kinds_used'])}): prompt tokens from "
+                "llama.cpp's cache after the first call",
+                share(local["cached_share"]),
+                "≥ 90%",
+                verdict(local["met"]["cached_share"]),
+            ]
+        )
+        rows.append(
+            [
+                f"local ReAct ({', '.join(local['kinds_used'])}): wall time outside model calls",
+                share(local["outside_share"]),
+                "≤ 2%",
+                verdict(local["met"]["outside_share"]),
+            ]
+        )
+    elif local:
+        reason = local.get("skipped") or "no run reached the minimum number of model calls"
+        rows.append(
+            ["local ReAct: cache and time outside the model", f"not measured: {reason}", "-", "-"]
+        )
+    return rows
+
+
+def render(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    box = meta["machine"]
+    config = meta["config"]
+    lines = [
+        "# loopgraphs benchmarks",
+        "",
+        f"Run on {meta['date'][:10]} ({meta['date']}), {box['cores']} cores ({box['cpu']}), "
+        f"Python {box['python']}, langgraph {box['versions']['langgraph']}, langchain-core "
+        f"{box['versions']['langchain-core']}, langchain {box['versions']['langchain']}. "
+        f"Load average at start {box['load_average_at_start']}, at end "
+        f"{meta.get('load_average_at_end')} (a shared machine: absolute times are noisy, "
+        "ratios pair figures measured side by side). "
+        f"{'Quick configuration. ' if config['quick'] else ''}"
+        f"Took {meta.get('seconds')} s.",
+        "",
+        *[
+            f"Re-run of {', '.join(rerun['sections'])} on {rerun['date']} (load average at "
+            f"start {rerun['machine']['load_average_at_start']}, at end "
+            f"{rerun.get('load_average_at_end')}; took {rerun.get('seconds')} s)."
+            for rerun in meta.get("reruns", [])
+        ],
+        "",
+        "**Sections 1–3 come from a scripted model** (`tests.fakes.ScriptedChatModel`: "
+        "zero latency, or a fixed injected delay), not from a real provider. Section 4 uses "
+        "the real embedded llama.cpp server.",
+        "",
+        f"Each figure: median (min–max) over {config['repeats']} repeats; a ratio is "
+        "computed within each repeat from two figures measured back to back.",
+        "",
+        "## Summary",
+        "",
+    ]
+    lines += table(["figure", "measured", "target", "met"], summary_rows(results))
+
+    lines += [
+        "## 1. Framework overhead per model call (scripted zero-latency model)",
+        "",
+        "The same conversation (N calls of one zero-latency tool, then an answer) on the "
+        "same scripted model. CPU time of the benchmark process per model call, in µs "
+        "(the scripted model's own cost included, equal for all three).",
+        "",
+    ]
+    rows = []
+    for row in results["overhead"]["react_vs_alternatives"]:
+        us = row["us_per_call"]
+        rows.append(
+            [
+                str(row["tool_calls"]),
+                row["mode"],
+                micro(us["loopgraphs"]),
+                micro(us["create_agent"]),
+                micro(us["plain"]),
+                ratio(row["ratio_vs_create_agent"]),
+                ratio(row["ratio_vs_plain"]),
+            ]
+        )
+    lines += table(
+        [
+            "N tools",
+            "mode",
+            "loopgraphs ReAct µs",
+            "create_agent µs",
+            "plain loop µs",
+            "ReAct / create_agent",
+            "ReAct / plain",
+        ],
+        rows,
+    )
+    lines += [
+        "Every loop on its scripted scenario (native mode, invoke), against a plain loop "
+        "making the same number of model calls:",
+        "",
+    ]
+    rows = [
+        [
+            row["scenario"],
+            str(row["model_calls"]),
+            micro(row["us_per_call"]),
+            micro(row["plain_us_per_call"]),
+            ratio(row["ratio_vs_plain"]),
+        ]
+        for row in results["overhead"]["loops"]
+    ]
+    lines += table(["loop", "model calls", "µs per call", "plain loop µs", "ratio"], rows)
+
+    lines += [
+        f"## 2. Concurrency (model and tools wait {config['delay_s']} s per call)",
+        "",
+        "Sequential sum = (model calls + tool calls) × delay. Ideal = the critical path "
+        "(calls that must follow one another) over all calls.",
+        "",
+    ]
+    rows = []
+    for row in results["concurrency"]:
+        rows.append(
+            [
+                row["scenario"],
+                row["mode"],
+                str(row["model_calls"]),
+                str(row["tool_calls"]),
+                seconds(row["wall_s"]),
+                f"{row['sequential_s']['median']:.2f}",
+                ratio(row["ratio_wall_vs_sequential"]),
+                f"{row['ideal_ratio']:.2f}×",
+                ratio(row.get("ratio_tool_phase_vs_slowest_tool")),
+            ]
+        )
+    lines += table(
+        [
+            "scenario",
+            "mode",
+            "model calls",
+            "tool calls",
+            "wall s",
+            "sequential s",
+            "wall / sequential",
+            "ideal",
+            "tool phase / slowest tool",
+        ],
+        rows,
+    )
+
+    lines += [
+        "## 3. Call and token economy (scripted scenarios)",
+        "",
+        "Tokens are the scripted model's estimate (characters / 4), for comparing prompt "
+        "sizes. Budget: the most calls the loop's options allow, whatever the model says.",
+        "",
+    ]
+    rows = []
+    for row in results["economy"]["loops"] + results["economy"]["tot"]:
+        rows.append(
+            [
+                row["scenario"],
+                str(row["model_calls"]),
+                str(row["tool_calls"]),
+                str(row["input_tokens"]),
+                str(row["output_tokens"]),
+                f"{row['budget']} ({row['budget_formula']})" if row["budget"] else "-",
+                f"{row['seed_calls']} ({row['seed_formula']})"
+                if row["seed_calls"]
+                else row["seed_formula"],
+            ]
+        )
+    lines += table(
+        [
+            "scenario",
+            "model calls",
+            "tool calls",
+            "prompt tokens",
+            "output tokens",
+            "budget (formula)",
+            "seed formula",
+        ],
+        rows,
+    )
+
+    local = results.get("local") or {}
+    lines += ["## 4. Local model (embedded llama.cpp, SmolLM2-135M)", ""]
+    if "skipped" in local:
+        lines += [f"Not run: {local['skipped']}.", ""]
+    else:
+        settings = local["settings"]
+        lines += [
+            f"{local['model']}; ReAct in {settings['tool_mode']} mode with "
+            f"{' and '.join(settings['tools'])}, max_iterations {settings['max_iterations']}, "
+            f"max_tokens {settings['max_tokens']}. Figures count the units (a single run, or "
+            f"a conversation of runs on one thread) with at least {settings['min_calls']} "
+            f"model calls: {local['runs_used']} of {len(local['runs'])}. Cached = prompt "
+            "tokens served from llama.cpp's cache over all calls after the unit's first; "
+            "outside = share of wall time not inside a model call.",
+            "",
+        ]
+        rows = [
+            [
+                str(i + 1),
+                run["kind"],
+                str(len(run["questions"])),
+                f"{run['model_calls']} ({run['failed_calls']} failed)",
+                str(run["status"]),
+                f"{run['wall_s']:.1f}",
+                f"{100 * run['cached_share']:.1f}%" if run["cached_share"] is not None else "-",
+                f"{100 * run['outside_share']:.2f}%",
+            ]
+            for i, run in enumerate(local["runs"])
+        ]
+        lines += table(
+            [
+                "unit",
+                "kind",
+                "questions",
+                "model calls",
+                "last status",
+                "wall s",
+                "cached (after 1st call)",
+                "outside",
+            ],
+            rows,
+        )
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,60 @@
+"""The benchmark runner in its tiny configuration: every section is written with numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from loopgraphs.graphs.registry import LOOPS
+from tests.benchmarks import run
+
+
+def is_spread(value) -> bool:
+    return (
+        isinstance(value, dict)
+        and all(isinstance(value[k], (int, float)) for k in ("median", "min", "max"))
+        and value["min"] <= value["median"] <= value["max"]
+        and all(math.isfinite(value[k]) and value[k] > 0 for k in ("median", "min", "max"))
+    )
+
+
+def test_quick_benchmarks_write_every_section(tmp_path):
+    assert run.main(["--quick", "--no-local", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert {"meta", "overhead", "concurrency", "economy", "local"} <= set(data)
+    assert data["meta"]["machine"]["cores"] >= 1 and data["local"] == {"skipped": "--no-local"}
+
+    react = data["overhead"]["react_vs_alternatives"]
+    assert [row["tool_calls"] for row in react] == [1, 5]
+    for row in react:
+        assert set(row["us_per_call"]) == {"loopgraphs", "create_agent", "plain"}
+        assert all(is_spread(row[key]) for key in ("ratio_vs_create_agent", "ratio_vs_plain"))
+    assert [row["loop"] for row in data["overhead"]["loops"]] == list(LOOPS)
+    assert all(is_spread(row["ratio_vs_plain"]) for row in data["overhead"]["loops"])
+
+    scenarios = {row["scenario"].split(",")[0].split(" ")[0] for row in data["concurrency"]}
+    assert scenarios == {"tot", "critic", "react"}
+    for row in data["concurrency"]:
+        assert is_spread(row["ratio_wall_vs_sequential"])
+        if "per_branch" in row["scenario"]:  # 31 calls on a critical path of 7
+            assert row["ratio_wall_vs_sequential"]["median"] < 0.7
+        if "target" in row:
+            assert isinstance(row["met"], bool)
+    tool_rows = [r for r in data["concurrency"] if r["tool_calls"]]
+    assert tool_rows and all(is_spread(r["ratio_tool_phase_vs_slowest_tool"]) for r in tool_rows)
+
+    economy = data["economy"]
+    assert [row["loop"] for row in economy["loops"]] == list(LOOPS)
+    for row in economy["loops"] + economy["tot"]:
+        assert row["status"] == "completed" and row["model_calls"] >= 1
+        assert row["model_calls"] == row["model_calls_seen_by_model"]
+        if row["budget"]:
+            assert row["model_calls"] <= row["budget"]
+    seeds = {row["scenario"]: row for row in economy["tot"]}
+    assert seeds["tot sample/per_branch b=3 w=1 d=3"]["model_calls"] == 3 * 3 * 2 + 1
+    assert seeds["tot propose/batched b=3 w=1 d=3"]["model_calls"] <= 2 * 3 + 1
+
+    markdown = (tmp_path / "results.md").read_text()
+    assert "scripted model" in markdown and f"{os.cpu_count()} cores" in markdown
+    assert "| ReAct / create_agent, CPU µs per model call, N=1 (invoke) |" in markdown

@@ -1,0 +1,361 @@
+"""The evaluation harness: scoring, suites, the runner and the ``eval`` command."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from argparse import Namespace
+
+import pytest
+from langchain_core.messages import AIMessage
+from rich.console import Console
+
+from loopgraphs.evaluation import (
+    MULTIHOP_TEMPLATES,
+    SUITES,
+    EvalReport,
+    Task,
+    evaluate,
+    make_suite,
+    normalise,
+    run_cli_eval,
+    score,
+)
+from loopgraphs.graphs.registry import LOOPS
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.toolkits import calculator, triples
+from loopgraphs.toolkits.knowledge import RELATION_SENTENCES
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+
+QUIET = Console(file=io.StringIO())
+SIMPLE_LOOPS = ("cot", "react")  # one call that ends the run with the reply as the answer
+
+
+def task(answer: str, suite: str = "multihop", aliases: tuple[str, ...] = ()) -> Task:
+    return Task("t-1", suite, "question?", answer, aliases)
+
+
+def facts() -> dict[str, dict[str, str]]:
+    table: dict[str, dict[str, str]] = {}
+    for subject, relation, value in triples():
+        table.setdefault(subject, {})[relation] = value
+    return table
+
+
+def prompt_text(messages) -> str:
+    return "\n".join(content_text(m.content) for m in messages)
+
+
+def answering(answers: dict[str, str], default: str = "I do not know."):
+    """A reply that finds a known question in the prompt and gives its answer."""
+
+    def reply(messages):
+        text = prompt_text(messages)
+        for question, answer in answers.items():
+            if question in text:
+                return answer
+        return default
+
+    return reply
+
+
+def all_answers() -> dict[str, str]:
+    return {t.question: t.answer for suite in SUITES for t in make_suite(suite)}
+
+
+# --- scoring ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1,234.0", "1234"),
+        ("The answer is: 1,234,567!", "answer is 1234567"),
+        ("  A   Café  in  Ümberg. ", "cafe in umberg"),
+        ("-0.50 and 3.140", "-0.5 and 3.14"),
+        ("10-5", "10 5"),
+        ("007", "7"),
+        ("Kolmarsk-Union", "kolmarsk union"),
+    ],
+)
+def test_normalise(text, expected):
+    assert normalise(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "expected", "ok"),
+    [
+        ("11297", "11297", True),
+        ("11,297.0", "11297", True),
+        ("The answer is 11297.", "11297", True),
+        ("112970", "11297", False),
+        ("1129", "11297", False),
+        ("the Kolmarsk Union.", "Kolmarsk Union", True),
+        ("He was born in Varnholtia.", "Varnholt", False),
+        ("Varnholt", "Marrowick", False),
+        ("", "Varnholt", False),
+        ("word " * 31 + "Varnholt", "Varnholt", False),  # long: containment not accepted
+        ("word " * 29 + "Varnholt", "Varnholt", True),
+    ],
+)
+def test_score_exact_normalised_and_contained(prediction, expected, ok):
+    assert score(prediction, task(expected)) is ok
+
+
+def test_score_accepts_aliases():
+    item = task("Bartholomew Ixley", aliases=("Ixley",))
+    assert score("Mr Ixley.", item) and not score("Bartholomew", item)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "ok"),
+    [
+        ("True", True),
+        ("yes", True),
+        ("That is correct.", True),
+        ("Yes, the claim is accurate.", True),
+        ("False", False),
+        ("Not true.", False),
+        ("No, it is incorrect.", False),
+        ("I cannot tell.", False),
+    ],
+)
+def test_score_true_claims(prediction, ok):
+    assert score(prediction, task("true", suite="verify")) is ok
+
+
+@pytest.mark.parametrize(
+    ("prediction", "ok"),
+    [
+        ("1954", True),
+        ("False. The correct year is 1954.", True),
+        ("No: it was founded in 1954", True),
+        ("True", False),
+        ("Yes, 1954.", False),  # a true verdict on a false claim
+        ("False.", False),  # the correct value is missing
+        ("False, it is 1921.", False),
+    ],
+)
+def test_score_false_claims(prediction, ok):
+    assert score(prediction, task("1954", suite="verify")) is ok
+
+
+# --- suites -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_suites_are_deterministic_unique_and_large_enough(suite):
+    first, again = make_suite(suite, seed=7), make_suite(suite, seed=7)
+    assert first == again
+    assert make_suite(suite, seed=8) != first
+    assert len(first) >= 30
+    assert len({t.id for t in first}) == len(first) == len({t.question for t in first})
+    assert all(t.suite == suite and t.answer for t in first)
+
+
+def test_unknown_suite_is_refused():
+    with pytest.raises(ValueError, match="unknown suite 'poetry'"):
+        make_suite("poetry")
+
+
+WORD_PROBLEMS = [
+    (
+        re.compile(r"A warehouse holds (\d+) crates of (\d+) bottles each\. (\d+) bottles"),
+        lambda a, b, c: a * b - c,
+    ),
+    (
+        re.compile(r"A train has (\d+) carriages with (\d+) seats each, and (\d+) seats are"),
+        lambda d, seats, taken: d * (seats - taken),
+    ),
+    (
+        re.compile(r"A printer prints (\d+) pages an hour for (\d+) hours, then (\d+) more"),
+        lambda c, d, a: c * d + a,
+    ),
+]
+
+
+def test_arithmetic_answers_are_exact():
+    for item in make_suite("arithmetic"):
+        expression = re.fullmatch(r"What is (.+)\?", item.question)
+        if expression:
+            expected = calculator.invoke({"expression": expression.group(1)})
+            assert expression.group(1).count(" ") >= 4  # at least two operations
+        else:
+            found = [(p.search(item.question), f) for p, f in WORD_PROBLEMS]
+            match, formula = next((m, f) for m, f in found if m)
+            expected = str(formula(*map(int, match.groups())))
+        assert normalise(item.answer) == normalise(expected), item.question
+        assert re.fullmatch(r"-?\d+", item.answer)
+
+
+def test_multihop_answers_follow_two_facts():
+    table = facts()
+    patterns = [
+        (first, second, re.compile(re.escape(template).replace(r"\{name\}", "(.+)") + "$"))
+        for first, second, template in MULTIHOP_TEMPLATES
+    ]
+    shapes = set()
+    for item in make_suite("multihop"):
+        found = [(f, s, p.match(item.question)) for f, s, p in patterns]
+        first, second, match = next((f, s, m) for f, s, m in found if m)
+        name = match.group(1)
+        assert item.answer == table[table[name][first]][second], item.question
+        assert item.answer not in item.question
+        shapes.add((first, second))
+    assert len(shapes) >= 5  # the suite mixes many kinds of two-hop questions
+
+
+def test_verify_answers_match_the_knowledge_base():
+    table = facts()
+    values: dict[str, set[str]] = {}
+    for _, relation, value in triples():
+        values.setdefault(relation, set()).add(value)
+    patterns = {
+        relation: re.compile(
+            re.escape(sentence)
+            .replace(r"\{subject\}", "(?P<subject>.+)")
+            .replace(r"\{object\}", "(?P<object>.+)")
+            + "$"
+        )
+        for relation, sentence in RELATION_SENTENCES.items()
+    }
+    true_claims = false_claims = 0
+    for item in make_suite("verify"):
+        claim = re.fullmatch(
+            r"Claim: (.+?) Is this true\? If false, give the correct value\.", item.question
+        )
+        readings = [
+            (relation, m["subject"], m["object"])
+            for relation, pattern in patterns.items()
+            if (m := pattern.match(claim.group(1)))
+            and m["subject"] in table
+            and relation in table[m["subject"]]
+            and m["object"] in values[relation]
+        ]
+        assert len(readings) == 1, item.question
+        relation, subject, claimed = readings[0]
+        truth = table[subject][relation]
+        if claimed == truth:
+            true_claims += 1
+            assert item.answer == "true"
+        else:
+            false_claims += 1
+            assert item.answer == truth
+    assert true_claims >= 10 and false_claims >= 10
+
+
+# --- the runner ---------------------------------------------------------------------------
+
+
+def test_perfect_model_scores_everything_and_wrong_model_nothing():
+    perfect = ScriptedChatModel(replies=[answering(all_answers())], repeat_last=True)
+    report = evaluate(perfect, "all", "all", limit=3, concurrency=8, show_progress=False)
+    assert report.loops == list(LOOPS)
+    rows = report.summary()
+    assert [(r.loop, r.suite) for r in rows] == [(lp, s) for lp in LOOPS for s in SUITES]
+    for row in rows:
+        assert row.n == 3 and row.correct == 3 and row.accuracy == 1.0, row
+        assert sum(row.statuses.values()) == 3 and row.statuses["error"] == 0
+        assert row.mean_llm_calls >= 1 and row.mean_tokens > 0
+    for row in rows:
+        if row.loop in SIMPLE_LOOPS:
+            assert row.statuses["completed"] == 3
+
+    wrong = ScriptedChatModel(replies=["I do not know."], repeat_last=True)
+    report = evaluate(wrong, "all", "all", limit=3, concurrency=8, show_progress=False)
+    assert all(r.accuracy == 0.0 and r.correct == 0 for r in report.summary())
+    assert len(report.results) == 3 * 3 * len(LOOPS)
+
+
+def test_means_and_status_counts():
+    answers = {t.question: t.answer for t in make_suite("arithmetic")[:3]}
+    failing = next(iter(answers))
+
+    def reply(messages):
+        text = prompt_text(messages)
+        if failing in text:
+            raise ProviderError(400, "bad request")
+        if messages[-1].type == "tool":
+            return AIMessage(content=answering(answers)(messages))
+        return calls(tool_call("calculator", {"expression": "1 + 1"}))
+
+    model = ScriptedChatModel(replies=[reply], repeat_last=True)
+    report = evaluate(model, ["react"], "arithmetic", limit=3, show_progress=False)
+    (row,) = report.summary()
+    runs = report.runs("react", "arithmetic")
+    assert row.statuses == {"completed": 2, "max_iterations": 0, "error": 1}
+    assert row.correct == 2 and row.accuracy == pytest.approx(2 / 3)
+    assert [r.llm_calls for r in runs if r.status == "completed"] == [2, 2]
+    assert row.mean_llm_calls == pytest.approx(4 / 3)
+    tokens = [r.input_tokens + r.output_tokens for r in runs]
+    assert row.mean_tokens == pytest.approx(sum(tokens) / 3) and min(tokens[1:]) > 0
+    assert row.mean_latency == pytest.approx(sum(r.latency for r in runs) / 3)
+    assert "bad request" in next(r.error for r in runs if r.status == "error")
+
+
+def test_a_run_that_raises_is_an_error_and_the_eval_goes_on(monkeypatch):
+    class Exploding:
+        async def ainvoke(self, inputs):
+            if "Drennick" in inputs["messages"][0][1]:
+                raise RuntimeError("graph broke")
+            return {"answer": "true", "status": "completed", "llm_calls": 1}
+
+    monkeypatch.setattr("loopgraphs.evaluation.build_loop", lambda *a, **k: Exploding())
+    report = evaluate(None, ["react"], "verify", show_progress=False)
+    runs = report.runs("react")
+    broken = [r for r in runs if "Drennick" in r.question]
+    assert broken and all(r.status == "error" and "graph broke" in r.error for r in broken)
+    assert len(runs) == len(make_suite("verify"))
+    assert report.summary()[0].statuses["completed"] == len(runs) - len(broken)
+
+
+def test_concurrency_is_bounded():
+    model = ScriptedChatModel(replies=["42"], repeat_last=True, delay=0.02)
+    evaluate(model, ["react"], "arithmetic", limit=12, concurrency=3, show_progress=False)
+    assert model.call_count == 12 and 2 <= model.max_concurrency <= 3
+
+
+def test_bad_arguments_are_refused():
+    model = ScriptedChatModel(replies=["42"], repeat_last=True)
+    with pytest.raises(ValueError, match="unknown loop nope"):
+        evaluate(model, "react,nope", "all", show_progress=False)
+    with pytest.raises(ValueError, match="concurrency"):
+        evaluate(model, "react", "all", concurrency=0, show_progress=False)
+
+
+# --- reports and the command --------------------------------------------------------------
+
+
+def test_cli_eval_writes_json_markdown_and_chart(tmp_path):
+    model = ScriptedChatModel(replies=[answering(all_answers())], repeat_last=True)
+    console = Console(file=io.StringIO(), width=120)
+    args = Namespace(loops="react", suite="arithmetic,verify", limit=3, concurrency=2, out=tmp_path)
+    assert run_cli_eval(args, model, console) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["suite"], r["accuracy"]) for r in data["summary"]] == [
+        ("arithmetic", 1.0),
+        ("verify", 1.0),
+        ("all", 1.0),
+    ]
+    assert len(data["results"]) == 6 and data["meta"]["limit"] == 3
+    markdown = (tmp_path / "results.md").read_text()
+    assert "| react | arithmetic | 3 | 100% |" in markdown
+    assert (tmp_path / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "react" in console.file.getvalue()
+
+
+def test_cli_eval_names_an_unknown_suite(tmp_path):
+    from loopgraphs.cli import CliError
+
+    args = Namespace(loops="react", suite="poems", limit=1, concurrency=1, out=tmp_path)
+    with pytest.raises(CliError, match="unknown suite poems"):
+        run_cli_eval(args, ScriptedChatModel(replies=["x"]), QUIET)
+
+
+def test_chart_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    report = EvalReport(results=[], loops=["react"], suites=["verify"])
+    with pytest.raises(RuntimeError, match=r"loopgraphs\[eval\]"):
+        report.chart(tmp_path / "chart.png")
