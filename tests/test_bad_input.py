@@ -45,12 +45,6 @@ def call_factory(loop: str, /, *, tools: Any = None, **options: Any) -> Any:
 
 
 # Known defects, pending fixes in files outside this test suite's remit (see the report).
-PENDING = {
-    ("react", "synthesize_answer"): "graphs/react.py does not type-check synthesize_answer",
-    "name": "no factory type-checks name (compile accepts any object)",
-}
-
-
 def bad_values(parameter: inspect.Parameter) -> list[Any]:
     default = parameter.default
     if parameter.name in ("model", "tools"):
@@ -81,17 +75,9 @@ def factory_cases() -> list[Any]:
     for name in loop_names():
         for parameter in inspect.signature(LOOPS[name]).parameters.values():
             for value in bad_values(parameter):
-                marks = []
-                reason = PENDING.get((name, parameter.name)) or PENDING.get(parameter.name)
-                if reason:
-                    marks.append(pytest.mark.xfail(reason=f"DEFECT: {reason}", strict=True))
                 cases.append(
                     pytest.param(
-                        name,
-                        parameter.name,
-                        value,
-                        marks=marks,
-                        id=f"{name}-{parameter.name}={value!r:.12}",
+                        name, parameter.name, value, id=f"{name}-{parameter.name}={value!r:.12}"
                     )
                 )
     return cases
