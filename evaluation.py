@@ -572,6 +572,9 @@ async def aevaluate(
         transient=False,
     )
     started = datetime.now(timezone.utc)
+    done: list[RunResult] = []
+    # a console that is not a terminal shows no live bar: print a line every 10% instead
+    log_lines = show_progress and not progress.console.is_terminal
 
     async def run(loop: str, task: Task, bar: Any) -> RunResult:
         async with semaphore:
@@ -600,6 +603,10 @@ async def aevaluate(
             error=str(out.get("error") or ""),
         )
         progress.update(bar, advance=1, description=f"{loop}/{task.id}")
+        done.append(result)
+        if log_lines and len(done) * 10 // len(jobs) > (len(done) - 1) * 10 // len(jobs):
+            elapsed = (datetime.now(timezone.utc) - started).total_seconds()
+            progress.console.print(f"eval: {len(done)}/{len(jobs)} runs done ({elapsed:.0f} s)")
         return result
 
     with progress:

@@ -57,7 +57,6 @@ TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
 SYNTHESIS_TOOL_CHARS = 2000
 STEPS_TO_FINISH = 4
-THOUGHT_MAX_CHARS = 300
 DECISION_TYPES = ("approve", "edit", "reject")
 
 
@@ -97,7 +96,7 @@ def action_schema(registry: ToolRegistry) -> dict[str, Any]:
     """JSON schema of one ReAct step: one alternative per tool, linking ``action`` to that
     tool's arguments, plus the final answer. Constrained decoding against it lets even a
     very small model produce only valid actions."""
-    thought = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}
+    thought = {"type": "string"}
 
     def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -41,12 +41,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--suite", default="all")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "eval")
     parser.add_argument("--chart", type=Path, default=ROOT / "docs" / "eval-accuracy.png")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="llama.cpp threads (default: all cores; on a busy machine 1 avoids the "
+        "slowdown of threads waiting on each other)",
+    )
     args = parser.parse_args(argv)
 
-    from loopgraphs.models import load_model
+    from loopgraphs.models import LocalServer, find_default_gguf, load_model, local_chat_model
 
     console = Console()
-    model = load_model("local", max_tokens=args.max_tokens)
+    if args.threads:
+        server = LocalServer(find_default_gguf(), n_threads=args.threads).start()
+        model = local_chat_model(server, max_tokens=args.max_tokens)
+    else:
+        model = load_model("local", max_tokens=args.max_tokens)
     report = evaluate(
         model,
         args.loops,
@@ -57,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console=console,
     )
     report.meta["max_tokens"] = args.max_tokens
+    report.meta["llama_threads"] = args.threads or "all cores"
     console.print(report.table())
     paths = write_report(report, args.out)
     args.chart.parent.mkdir(parents=True, exist_ok=True)
