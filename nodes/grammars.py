@@ -297,13 +297,16 @@ def make_claim(claim: Any, tool: Any, tool_input: Any) -> dict[str, Any] | None:
 
 def _claim_blocks(text: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
+    current: dict[str, list[str]] | None = None
     collecting: str | None = None
     depth = 0
 
     def close() -> None:
         if current is not None:
-            found = make_claim(current.get("claim"), current.get("tool"), current.get("tool_input"))
+            claim = " ".join(current["claim"]) if "claim" in current else None
+            tool = current["tool"][0] if "tool" in current else None
+            tool_input = "\n".join(current["tool_input"]) if "tool_input" in current else None
+            found = make_claim(claim, tool, tool_input)
             if found is not None:
                 blocks.append(found)
 
@@ -313,9 +316,9 @@ def _claim_blocks(text: str) -> list[dict[str, Any]]:
             if not line.strip():
                 collecting = None
             elif current is not None and collecting == "claim":
-                current["claim"] += " " + line.strip()
+                current["claim"].append(line.strip())
             elif current is not None and collecting == "tool_input" and depth > 0:
-                current["tool_input"] += "\n" + line
+                current["tool_input"].append(line)
                 depth += line.count("{") - line.count("}")
             continue
         key = match.group(1).lower()
@@ -324,11 +327,11 @@ def _claim_blocks(text: str) -> list[dict[str, Any]]:
             close()
             current = {}
         if key == "claim":
-            current["claim"], collecting = value.strip(), "claim"
+            current["claim"], collecting = [value.strip()], "claim"
         elif key == "tool":
-            current["tool"], collecting = value.strip(), None
+            current["tool"], collecting = [value.strip()], None
         else:
-            current["tool_input"], collecting = value.strip(), "tool_input"
+            current["tool_input"], collecting = [value.strip()], "tool_input"
             depth = value.count("{") - value.count("}")
     close()
     return blocks
