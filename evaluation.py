@@ -19,11 +19,17 @@ Scoring rule (``score``), applied to the loop's ``answer``:
    normalisation, or when it has at most ``SHORT_PREDICTION_WORDS`` (30) words and
    contains the normalised expected answer as a whole word or phrase ("The answer is
    11,297." matches ``11297``; "112970" does not).
-3. ``verify`` items first read the prediction's verdict: it says *true* when it holds one
-   of "true", "yes", "correct", "right", "accurate" and none of the negations "false",
-   "no", "not", "incorrect", "wrong", "untrue", "inaccurate" (any length). A true claim
-   is answered correctly by a true verdict only. A false claim is answered correctly by
-   a prediction that gives the correct value (rule 2) without a true verdict.
+3. ``verify`` items first read the prediction's verdict, ignoring its questions (sentences
+   ending in "?") and the sentences of 3 or more words it copies from the task: it says
+   *true* when it holds one of "true", "yes", "correct", "right", "accurate" (not as in
+   "the correct answer") and none of the negations "false", "no", "not", "incorrect",
+   "wrong", "untrue", "inaccurate" (any length). A true claim is answered correctly by a
+   true verdict only. A false claim is answered correctly by a prediction that gives the
+   correct value (rule 2) without a true verdict.
+
+The suites never hold an item whose expected answer already appears in its question (an
+organisation founded by its own chief executive, a false claim about "Greywillow
+Shipping" whose correct industry is "shipping"), so rule 2 cannot be met by echoing it.
 
 ``evaluate`` runs every (loop, task) pair with bounded concurrency on ``graph.ainvoke``;
 a run that raises is recorded with status ``"error"`` and never stops the evaluation.
@@ -44,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +69,16 @@ SUITES: tuple[str, ...] = ("arithmetic", "multihop", "verify")
 DEFAULT_SEED = 20250101
 SUITE_SIZE = 40
 SHORT_PREDICTION_WORDS = 30
+ECHO_WORDS = 3  # a sentence this long found in the question is an echo, not a verdict
 STATUSES: tuple[str, ...] = ("completed", "max_iterations", "error")
 
 ARTICLES = frozenset({"a", "an", "the"})
 TRUE_WORDS = frozenset({"true", "yes", "correct", "right", "accurate"})
 NEGATION_WORDS = frozenset({"false", "no", "not", "incorrect", "wrong", "untrue", "inaccurate"})
+QUALIFIERS = frozenset({"correct", "right", "accurate"})
+QUALIFIED_NOUNS = frozenset(
+    {"answer", "value", "one", "year", "number", "name", "place", "result", "response"}
+)
 
 VERIFY_TEMPLATE = "Claim: {claim} Is this true? If false, give the correct value."
 
@@ -92,6 +104,7 @@ MULTIHOP_TEMPLATES: tuple[tuple[str, str, str], ...] = (
 
 _TOKEN = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)|\w+")
 _NUMBER = re.compile(r"-?[\d,]+(?:\.\d+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
 
 
 @dataclass(frozen=True)
@@ -159,7 +172,7 @@ def arithmetic_suite(seed: int = DEFAULT_SEED, size: int = SUITE_SIZE) -> list[T
     seen: set[str] = set()
     while len(tasks) < size:
         question, value = _arithmetic_item(rng)
-        if question in seen:
+        if question in seen or contains_phrase(normalise(question), normalise(str(value))):
             continue
         seen.add(question)
         tasks.append(Task(f"arithmetic-{len(tasks):03d}", "arithmetic", question, str(value)))
@@ -191,8 +204,8 @@ def multihop_suite(seed: int = DEFAULT_SEED, size: int = SUITE_SIZE) -> list[Tas
 
 
 def verify_suite(seed: int = DEFAULT_SEED, size: int = SUITE_SIZE) -> list[Task]:
-    """Claims about single facts, about half of them false (with a value of the same
-    relation taken from another entity); the answer is ``"true"`` or the correct value."""
+    """Claims about single facts, every other one false (with a value of the same relation
+    taken from another entity); the answer is ``"true"`` or the correct value."""
     facts = _facts()
     values: dict[str, list[str]] = {}
     for own in facts.values():
@@ -205,14 +218,18 @@ def verify_suite(seed: int = DEFAULT_SEED, size: int = SUITE_SIZE) -> list[Task]
     ]
     rng = random.Random(seed)
     tasks: list[Task] = []
-    for subject, relation, value in rng.sample(triples, min(size, len(triples))):
+    for subject, relation, value in rng.sample(triples, len(triples)):
         others = [v for v in values[relation] if v != value]
-        if others and rng.random() < 0.5:
+        if others and len(tasks) % 2:  # every other claim is false
             claim, answer = render_fact(subject, relation, rng.choice(others)), value
+            if contains_phrase(normalise(claim), normalise(value)):
+                continue  # the correct value is written in the claim (a company's name)
         else:
             claim, answer = render_fact(subject, relation, value), "true"
         question = VERIFY_TEMPLATE.format(claim=claim)
         tasks.append(Task(f"verify-{len(tasks):03d}", "verify", question, answer))
+        if len(tasks) == size:
+            break
     return tasks
 
 
@@ -271,10 +288,24 @@ def contains_phrase(text: str, phrase: str) -> bool:
     return bool(phrase) and f" {phrase} " in f" {text} "
 
 
-def verdict_is_true(prediction: str) -> bool:
-    """Whether a prediction asserts that a claim is true (see the module docstring)."""
-    words = set(normalise(prediction).split())
-    return bool(words & TRUE_WORDS) and not words & NEGATION_WORDS
+def verdict_is_true(prediction: str, question: str = "") -> bool:
+    """Whether a prediction asserts that a claim is true (see the module docstring).
+
+    Sentences that are questions, or that repeat a part of ``question``, are not read.
+    """
+    asked = normalise(question)
+    kept = []
+    for sentence in _SENTENCE_END.split(prediction):
+        said = normalise(sentence)
+        copied = len(said.split()) >= ECHO_WORDS and contains_phrase(asked, said)
+        if said and not sentence.rstrip().endswith("?") and not copied:
+            kept.append(said)
+    words = " ".join(kept).split()
+    affirmed = any(
+        word in TRUE_WORDS and not (word in QUALIFIERS and following in QUALIFIED_NOUNS)
+        for word, following in pairwise([*words, ""])
+    )
+    return affirmed and not set(words) & NEGATION_WORDS
 
 
 def matches(prediction: str, expected: Iterable[str]) -> bool:
@@ -293,9 +324,10 @@ def score(prediction: str, task: Task) -> bool:
     prediction = prediction or ""
     expected = (task.answer, *task.aliases)
     if task.suite == "verify":
+        verdict = verdict_is_true(prediction, task.question)
         if normalise(task.answer) == "true":
-            return verdict_is_true(prediction)
-        return not verdict_is_true(prediction) and matches(prediction, expected)
+            return verdict
+        return not verdict and matches(prediction, expected)
     return matches(prediction, expected)
 
 

@@ -120,10 +120,14 @@ def test_score_accepts_aliases():
         ("Not true.", False),
         ("No, it is incorrect.", False),
         ("I cannot tell.", False),
+        ("Is this true?", False),  # a question, copied from the task
+        ("The correct answer is: 3.", False),  # "correct" qualifies a noun: no verdict
+        ("Claim: Varnholt has a population of 9. True.", True),
     ],
 )
 def test_score_true_claims(prediction, ok):
-    assert score(prediction, task("true", suite="verify")) is ok
+    item = Task("v", "verify", "Claim: Varnholt has a population of 9. Is this true?", "true")
+    assert score(prediction, item) is ok
 
 
 @pytest.mark.parametrize(
@@ -188,6 +192,7 @@ def test_arithmetic_answers_are_exact():
             expected = str(formula(*map(int, match.groups())))
         assert normalise(item.answer) == normalise(expected), item.question
         assert re.fullmatch(r"-?\d+", item.answer)
+        assert item.answer not in re.findall(r"\d+", item.question)
 
 
 def test_multihop_answers_follow_two_facts():
@@ -243,7 +248,8 @@ def test_verify_answers_match_the_knowledge_base():
         else:
             false_claims += 1
             assert item.answer == truth
-    assert true_claims >= 10 and false_claims >= 10
+            assert normalise(truth) not in normalise(item.question)
+    assert true_claims == false_claims  # always answering "true" scores 50%
 
 
 # --- the runner ---------------------------------------------------------------------------

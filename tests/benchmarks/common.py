@@ -124,10 +124,3 @@ def lookup(key: str) -> str:
 def lookup_tool() -> BaseTool:
     """The zero-latency tool shared by every overhead contender."""
     return StructuredTool.from_function(func=lookup, name="lookup", args_schema=KeyInput)
-
-
-def timed(run: Callable[[], Any]) -> float:
-    """Seconds one call of ``run`` takes."""
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start

@@ -133,7 +133,13 @@ def conversation(graph: Any, questions: list[str], min_calls: int, thread: str) 
 
 
 def local_model(
-    *, runs: int, max_tokens: int, max_iterations: int, min_calls: int = 5, attempts: int = 4
+    *,
+    runs: int,
+    max_tokens: int,
+    max_iterations: int,
+    min_calls: int = 5,
+    attempts: int = 4,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """ReAct (json mode, calculator + search) on the local model.
 
@@ -144,10 +150,20 @@ def local_model(
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from loopgraphs.models import describe_model, load_model
+    from loopgraphs.models import (
+        LocalServer,
+        describe_model,
+        find_default_gguf,
+        load_model,
+        local_chat_model,
+    )
 
     started = time.perf_counter()
-    model = load_model("local", max_tokens=max_tokens)
+    if threads:
+        server = LocalServer(find_default_gguf(), n_threads=threads).start()
+        model = local_chat_model(server, max_tokens=max_tokens)
+    else:
+        model = load_model("local", max_tokens=max_tokens)
     startup = time.perf_counter() - started
     options: dict[str, Any] = {
         "tool_mode": "json",
@@ -176,6 +192,7 @@ def local_model(
             "max_iterations": max_iterations,
             "max_tokens": max_tokens,
             "min_calls": min_calls,
+            "llama_threads": threads or "all cores",
         },
         "runs": done,
         "runs_used": len(kept),

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import BaseTool
 
 from loopgraphs import create_react_graph
-from tests.benchmarks.common import ratio_spread, scripted, spread
+from tests.benchmarks.common import lookup_tool, ratio_spread, scripted, spread
 from tests.benchmarks.scenarios import QUESTION, build, loop_scenarios
 from tests.fakes import calls, tool_call
 
@@ -148,8 +148,6 @@ def framework_overhead(
     """loopgraphs ReAct vs create_agent vs a plain loop, for each N in ``tool_calls``."""
     from langchain.agents import create_agent
 
-    from tests.benchmarks.common import lookup_tool
-
     rows = []
     for n in tool_calls:
         model = scripted(tool_script(n))
@@ -199,8 +197,6 @@ def framework_overhead(
 def loops_overhead(*, repeats: int, target: float) -> list[dict[str, Any]]:
     """Every loop's scripted scenario: µs per model call, next to a plain loop making the
     same number of model calls and tool calls, measured in the same repeats."""
-    from tests.benchmarks.common import lookup_tool
-
     rows = []
     for scenario in loop_scenarios():
         model = scripted(scenario.reply, profile=scenario.profile)

@@ -86,10 +86,10 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
         )
     local = results.get("local") or {}
     if "cached_share" in local:
+        kinds = ", ".join(local.get("kinds_used", ["run"]))
         rows.append(
             [
-                f"local ReAct ({', '.join(local['kinds_used'])}): prompt tokens from "
-                "llama.cpp's cache after the first call",
+                f"local ReAct ({kinds}): prompt tokens from llama.cpp's cache after the first call",
                 share(local["cached_share"]),
                 "≥ 90%",
                 verdict(local["met"]["cached_share"]),
@@ -97,7 +97,7 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
         )
         rows.append(
             [
-                f"local ReAct ({', '.join(local['kinds_used'])}): wall time outside model calls",
+                f"local ReAct ({kinds}): wall time outside model calls",
                 share(local["outside_share"]),
                 "≤ 2%",
                 verdict(local["met"]["outside_share"]),
@@ -275,22 +275,25 @@ def render(results: dict[str, Any]) -> str:
         lines += [f"Not run: {local['skipped']}.", ""]
     else:
         settings = local["settings"]
+        threads = settings.get("llama_threads", "all cores")
         lines += [
             f"{local['model']}; ReAct in {settings['tool_mode']} mode with "
             f"{' and '.join(settings['tools'])}, max_iterations {settings['max_iterations']}, "
-            f"max_tokens {settings['max_tokens']}. Figures count the units (a single run, or "
-            f"a conversation of runs on one thread) with at least {settings['min_calls']} "
-            f"model calls: {local['runs_used']} of {len(local['runs'])}. Cached = prompt "
-            "tokens served from llama.cpp's cache over all calls after the unit's first; "
-            "outside = share of wall time not inside a model call.",
+            f"max_tokens {settings['max_tokens']}, llama.cpp threads {threads}.",
+            "",
+            f"Figures count the units (a single run, or a conversation of runs on one "
+            f"thread) with at least {settings['min_calls']} model calls: "
+            f"{local['runs_used']} of {len(local['runs'])}. Cached = prompt tokens served "
+            "from llama.cpp's cache over all calls after the unit's first; outside = share "
+            "of wall time not inside a model call.",
             "",
         ]
         rows = [
             [
                 str(i + 1),
-                run["kind"],
-                str(len(run["questions"])),
-                f"{run['model_calls']} ({run['failed_calls']} failed)",
+                run.get("kind", "run"),
+                str(len(run.get("questions") or [1])),
+                f"{run['model_calls']} ({run.get('failed_calls', 0)} failed)",
                 str(run["status"]),
                 f"{run['wall_s']:.1f}",
                 f"{100 * run['cached_share']:.1f}%" if run["cached_share"] is not None else "-",

@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 5)")
     parser.add_argument("--local-runs", type=int, default=3, help="ReAct runs on the local model")
     parser.add_argument("--local-max-tokens", type=int, default=256)
+    parser.add_argument("--local-threads", type=int, help="llama.cpp threads (default: all cores)")
     parser.add_argument(
         "--only",
         help="comma-separated sections to re-run (overhead, concurrency, economy, local); "
@@ -141,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs=1 if quick else args.local_runs,
                 max_tokens=args.local_max_tokens,
                 max_iterations=8,
+                threads=args.local_threads,
             )
         except (ImportError, FileNotFoundError, RuntimeError) as error:
             results["local"] = {"skipped": f"{type(error).__name__}: {error}"}
