@@ -426,6 +426,14 @@ class EvalReport:
             "results": [asdict(result) for result in self.results],
         }
 
+    @classmethod
+    def from_json(cls, path: str | Path) -> EvalReport:
+        """Read a report written by ``to_json`` (to redraw its table or chart)."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        meta = data.get("meta", {})
+        results = [RunResult(**item) for item in data.get("results", [])]
+        return cls(results=results, loops=meta["loops"], suites=meta["suites"], meta=meta)
+
     def to_json(self, path: str | Path) -> Path:
         """Write the report as JSON; returns the path."""
         target = Path(path)
@@ -510,14 +518,20 @@ class EvalReport:
             positions = [
                 i + (index - (len(self.suites) - 1) / 2) * width for i in range(len(loops))
             ]
-            left.bar(positions, [0 if math.isnan(v) else v for v in values], width, label=suite)
+            bars = left.bar(
+                positions, [0 if math.isnan(v) else v for v in values], width, label=suite
+            )
+            left.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
         left.set_xticks(range(len(loops)), loops, rotation=30, ha="right")
         left.set_ylabel("accuracy (%)")
-        left.set_ylim(0, 100)
+        left.set_ylim(0, 105)
         left.set_title("accuracy per suite")
         left.legend(fontsize="small")
         calls = [summarise(loop, "all", self.runs(loop)).mean_llm_calls for loop in loops]
-        right.bar(range(len(loops)), [0 if math.isnan(v) else v for v in calls], color="tab:gray")
+        bars = right.bar(
+            range(len(loops)), [0 if math.isnan(v) else v for v in calls], color="tab:gray"
+        )
+        right.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
         right.set_xticks(range(len(loops)), loops, rotation=30, ha="right")
         right.set_ylabel("model calls per run (mean)")
         right.set_title("cost")

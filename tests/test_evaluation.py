@@ -349,6 +349,8 @@ def test_cli_eval_writes_json_markdown_and_chart(tmp_path):
     markdown = (tmp_path / "results.md").read_text()
     assert "| react | arithmetic | 3 | 100% |" in markdown
     assert (tmp_path / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = EvalReport.from_json(tmp_path / "results.json")
+    assert again.markdown() == markdown and again.results[0].loop == "react"
     assert "react" in console.file.getvalue()
 
 
