@@ -23,13 +23,13 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
-from loopgraphs.graphs.registry import LOOP_SUMMARIES, LOOPS, build_loop
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
 from loopgraphs.nodes.parse import content_text
 from loopgraphs.toolkits.registry import get_tools
 
 DB_ENV = "LOOPGRAPHS_DB"
-TOOL_LOOPS = frozenset(LOOPS) - {"cot", "tot"}
+TOOL_LOOPS = frozenset(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
 DEMO_QUESTIONS = (
     "What is 17 * 19 + 4?",
     "Who founded Quillmark Instruments?",
@@ -145,20 +145,8 @@ def loop_options(args: argparse.Namespace) -> dict[str, Any]:
         if args.approve_tools:
             options["interrupt_before_tools"] = True
     if args.max_iterations is not None:
-        options[
-            "max_iterations" if args.loop in ("react", "reflexion") else _budget_option(args.loop)
-        ] = args.max_iterations
+        options[LOOP_SPECS[args.loop].budget_option] = args.max_iterations
     return options
-
-
-def _budget_option(loop: str) -> str:
-    return {
-        "plan_execute": "max_step_iterations",
-        "self_ask": "max_follow_ups",
-        "critic": "max_critique_rounds",
-        "tot": "max_depth",
-        "cot": "self_consistency",
-    }.get(loop, "max_iterations")
 
 
 class StepPrinter:
@@ -354,7 +342,7 @@ def command_list(console: Console) -> int:
     table.add_column("name")
     table.add_column("use it when")
     for name in LOOPS:
-        table.add_row(name, LOOP_SUMMARIES[name])
+        table.add_row(name, LOOP_SPECS[name].summary)
     console.print(table)
     return 0
 

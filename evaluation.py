@@ -38,7 +38,6 @@ a run that raises is recorded with status ``"error"`` and never stops the evalua
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 import random
@@ -59,7 +58,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loopgraphs.graphs.registry import LOOPS, build_loop
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model
 from loopgraphs.nodes.errors import describe_error
 from loopgraphs.toolkits import calculator, load_knowledge_base, make_search_tool
@@ -557,8 +556,8 @@ def describe_meta(meta: Mapping[str, Any]) -> str:
 
 
 def uses_tools(loop: str) -> bool:
-    """Whether a registered loop calls tools (its factory takes a ``tool_mode``)."""
-    return "tool_mode" in inspect.signature(LOOPS[loop]).parameters
+    """Whether a registered loop calls tools."""
+    return LOOP_SPECS[loop].takes_tools
 
 
 def eval_tools() -> list[BaseTool]:
@@ -601,7 +600,7 @@ async def aevaluate(
     options = {name: dict((loop_options or {}).get(name, {})) for name in loop_names}
     tools = eval_tools()
     graphs = {
-        name: build_loop(name, model, tools if uses_tools(name) else (), **options[name])
+        name: build_loop(name, model, tools, **options[name])
         for name in loop_names
     }
     tasks = {suite: make_suite(suite, seed)[:limit] for suite in suite_names}

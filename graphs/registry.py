@@ -1,8 +1,9 @@
-"""The registry of loops by name."""
+"""The registry of loops: one ``LoopSpec`` per loop, read by the CLI, eval, Studio and docs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -15,25 +16,117 @@ from loopgraphs.graphs.reflexion import create_reflexion_graph
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
 
-LOOPS: dict[str, Callable[..., CompiledStateGraph[Any, Any, Any, Any]]] = {
-    "cot": create_cot_graph,
-    "react": create_react_graph,
-    "plan_execute": create_plan_execute_graph,
-    "reflexion": create_reflexion_graph,
-    "self_ask": create_self_ask_graph,
-    "critic": create_critic_graph,
-    "tot": create_tot_graph,
+Factory = Callable[..., CompiledStateGraph[Any, Any, Any, Any]]
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """What the rest of the library needs to know about one loop.
+
+    Attributes:
+        name: The loop's registry name (``react``, ``tot``, ...).
+        factory: Its ``create_*_graph`` function.
+        summary: One line saying when to use it.
+        takes_tools: Whether the factory accepts ``tools`` (and ``tool_mode``).
+        budget_option: The keyword that bounds the loop's main cycle.
+        budget_default: That keyword's default.
+        studio_options: Options of the graph served to LangGraph Studio (sized for the
+            small local model).
+    """
+
+    name: str
+    factory: Factory
+    summary: str
+    takes_tools: bool
+    budget_option: str
+    budget_default: int
+    studio_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(
+        self, model: Any, tools: Any = (), **options: Any
+    ) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """Build the loop; ``tools`` are dropped for loops that take none."""
+        if self.takes_tools:
+            return self.factory(model, list(tools or ()), **options)
+        return self.factory(model, **options)
+
+
+LOOP_SPECS: dict[str, LoopSpec] = {
+    spec.name: spec
+    for spec in (
+        LoopSpec(
+            "cot",
+            create_cot_graph,
+            "no tools needed: arithmetic, logic, step-by-step reasoning; the cheapest (1 call)",
+            takes_tools=False,
+            budget_option="self_consistency",
+            budget_default=1,
+        ),
+        LoopSpec(
+            "react",
+            create_react_graph,
+            "general assistant that uses tools, one decision at a time",
+            takes_tools=True,
+            budget_option="max_iterations",
+            budget_default=10,
+        ),
+        LoopSpec(
+            "plan_execute",
+            create_plan_execute_graph,
+            "multi-step tasks with distinct sub-goals; an auditable plan first",
+            takes_tools=True,
+            budget_option="max_step_iterations",
+            budget_default=5,
+            studio_options={"max_steps": 3},
+        ),
+        LoopSpec(
+            "reflexion",
+            create_reflexion_graph,
+            "correctness matters and a first attempt may fail: retry with self-critique",
+            takes_tools=True,
+            budget_option="max_iterations",
+            budget_default=10,
+        ),
+        LoopSpec(
+            "self_ask",
+            create_self_ask_graph,
+            "multi-hop questions answered by chaining simple look-ups",
+            takes_tools=True,
+            budget_option="max_follow_ups",
+            budget_default=5,
+        ),
+        LoopSpec(
+            "critic",
+            create_critic_graph,
+            "answers with checkable facts: draft, verify claims with tools, revise",
+            takes_tools=True,
+            budget_option="max_critique_rounds",
+            budget_default=2,
+        ),
+        LoopSpec(
+            "tot",
+            create_tot_graph,
+            "several competing strategies: explore branches, keep the best (beam search)",
+            takes_tools=False,
+            budget_option="max_depth",
+            budget_default=3,
+            studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
+        ),
+    )
 }
 
-LOOP_SUMMARIES: dict[str, str] = {
-    "cot": "no tools needed: arithmetic, logic, step-by-step reasoning; the cheapest (1 call)",
-    "react": "general assistant that uses tools, one decision at a time",
-    "plan_execute": "multi-step tasks with distinct sub-goals; an auditable plan first",
-    "reflexion": "correctness matters and a first attempt may fail: retry with self-critique",
-    "self_ask": "multi-hop questions answered by chaining simple look-ups",
-    "critic": "answers with checkable facts: draft, verify claims with tools, revise",
-    "tot": "several competing strategies: explore branches, keep the best (beam search)",
-}
+LOOPS: dict[str, Factory] = {name: spec.factory for name, spec in LOOP_SPECS.items()}
+
+
+def get_spec(name: str) -> LoopSpec:
+    """The spec of a loop by name.
+
+    Raises:
+        ValueError: ``name`` is not a known loop.
+    """
+    if name not in LOOP_SPECS:
+        raise ValueError(f"unknown loop {name!r}; choose one of {', '.join(LOOP_SPECS)}")
+    return LOOP_SPECS[name]
 
 
 def build_loop(
@@ -44,14 +137,10 @@ def build_loop(
     Args:
         name: One of ``LOOPS``.
         model: A chat model or a model spec string.
-        tools: Tools for the loops that use them (ignored by ``cot``).
+        tools: Tools for the loops that use them (ignored by ``cot`` and ``tot``).
         **options: The loop's keyword options.
 
     Raises:
         ValueError: ``name`` is not a known loop.
     """
-    if name not in LOOPS:
-        raise ValueError(f"unknown loop {name!r}; choose one of {', '.join(LOOPS)}")
-    if name == "cot":
-        return LOOPS[name](model, **options)
-    return LOOPS[name](model, list(tools or ()), **options)
+    return get_spec(name).build(model, tools, **options)

@@ -8,23 +8,20 @@ budgets are sized for a small local model; build your own graph for larger ones.
 
 from __future__ import annotations
 
-from loopgraphs.graphs.cot import create_cot_graph
-from loopgraphs.graphs.critic import create_critic_graph
-from loopgraphs.graphs.plan_execute import create_plan_execute_graph
-from loopgraphs.graphs.react import create_react_graph
-from loopgraphs.graphs.reflexion import create_reflexion_graph
-from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.graphs.tot import create_tot_graph
+from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.toolkits import get_tools
 
 STUDIO_TOOLS = ("calculator", "search")
 
-cot = create_cot_graph(None, name="cot")
-react = create_react_graph(None, get_tools(STUDIO_TOOLS), name="react")
-plan_execute = create_plan_execute_graph(
-    None, get_tools(STUDIO_TOOLS), max_steps=3, name="plan_execute"
-)
-reflexion = create_reflexion_graph(None, get_tools(STUDIO_TOOLS), name="reflexion")
-self_ask = create_self_ask_graph(None, get_tools(STUDIO_TOOLS), name="self_ask")
-critic = create_critic_graph(None, get_tools(STUDIO_TOOLS), name="critic")
-tot = create_tot_graph(None, n_branches=2, beam_width=1, max_depth=2, name="tot")
+_graphs = {
+    name: spec.build(None, get_tools(STUDIO_TOOLS), name=name, **spec.studio_options)
+    for name, spec in LOOP_SPECS.items()
+}
+
+cot = _graphs["cot"]
+react = _graphs["react"]
+plan_execute = _graphs["plan_execute"]
+reflexion = _graphs["reflexion"]
+self_ask = _graphs["self_ask"]
+critic = _graphs["critic"]
+tot = _graphs["tot"]
