@@ -599,10 +599,7 @@ async def aevaluate(
         raise ValueError(f"limit must be an int >= 1 or None; got {limit!r}")
     options = {name: dict((loop_options or {}).get(name, {})) for name in loop_names}
     tools = eval_tools()
-    graphs = {
-        name: build_loop(name, model, tools, **options[name])
-        for name in loop_names
-    }
+    graphs = {name: build_loop(name, model, tools, **options[name]) for name in loop_names}
     tasks = {suite: make_suite(suite, seed)[:limit] for suite in suite_names}
     jobs = [(loop, task) for loop in loop_names for suite in suite_names for task in tasks[suite]]
     semaphore = asyncio.Semaphore(concurrency)
