@@ -1,0 +1,148 @@
+"""response_format: a structured object next to the answer.
+
+Ports of langgraph ``test_react_agent.py::test_react_agent_with_structured_response``
+(and ``test_dynamic_model_with_structured_response``) and of langchain
+``agents/test_response_format.py`` (``TestResponseFormatAsModel``). The strategy classes
+(ToolStrategy, ProviderStrategy), unions and error-handling options have no loopgraphs
+counterpart; see DIFFERENCES.md.
+
+The fake model answers a structured-output request with its ``structured`` object however
+the loop asks for it (see tests/compat/fake.py); the json/text-mode cases script the
+structured reply as the model call after the final answer.
+"""
+
+import json
+
+import pytest
+from langchain_core.messages import HumanMessage
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from loopgraphs import create_react_graph
+from tests.compat.fake import FakeToolModel, call
+from tests.compat.support import act, final, model_for, tool_messages, tool_text
+
+
+class WeatherBaseModel(BaseModel):
+    """Weather response."""
+
+    temperature: float = Field(description="The temperature in fahrenheit")
+    condition: str = Field(description="Weather condition")
+
+
+class WeatherTypedDict(TypedDict):
+    """Weather response."""
+
+    temperature: float
+    condition: str
+
+
+WEATHER_JSON_SCHEMA = {
+    "type": "object",
+    "title": "weather_schema",
+    "description": "Weather response.",
+    "properties": {
+        "temperature": {"type": "number", "description": "Temperature in fahrenheit"},
+        "condition": {"type": "string", "description": "Weather condition"},
+    },
+    "required": ["temperature", "condition"],
+}
+
+WEATHER_DATA = {"temperature": 75.0, "condition": "sunny"}
+
+
+def get_weather() -> str:
+    """Get the weather."""
+    return "The weather is sunny and 75°F."
+
+
+def weather_model(**kwargs) -> FakeToolModel:
+    return FakeToolModel(
+        turns=[[call("get_weather", {}, id="1")], "It is sunny and 75°F."],
+        structured=WEATHER_DATA,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("response_format", "expected"),
+    [
+        (WeatherBaseModel, WeatherBaseModel(**WEATHER_DATA)),
+        (WeatherTypedDict, WEATHER_DATA),
+        (WEATHER_JSON_SCHEMA, WEATHER_DATA),
+    ],
+    ids=["pydantic", "typed_dict", "json_schema"],
+)
+def test_structured_response_after_tool_use(response_format, expected):
+    """Ports test_react_agent_with_structured_response and
+    TestResponseFormatAsModel.test_pydantic_model / test_typed_dict / test_json_schema."""
+    model = weather_model()
+    graph = create_react_graph(
+        model, [get_weather], tool_mode="native", response_format=response_format
+    )
+    out = graph.invoke({"messages": [HumanMessage("What's the weather?")]})
+    assert out["structured_response"] == expected
+    if isinstance(expected, BaseModel):
+        assert isinstance(out["structured_response"], WeatherBaseModel)
+    (message,) = [m for m in tool_messages(out) if m.name == "get_weather"]
+    assert tool_text(message) == "The weather is sunny and 75°F."
+    assert out["status"] == "completed"
+    assert model.structured_requests >= 1
+
+
+async def test_structured_response_under_ainvoke():
+    """Ports test_react_agent_with_structured_response on the async path."""
+    graph = create_react_graph(
+        weather_model(), [get_weather], tool_mode="native", response_format=WeatherBaseModel
+    )
+    out = await graph.ainvoke({"messages": [HumanMessage("What's the weather?")]})
+    assert out["structured_response"] == WeatherBaseModel(**WEATHER_DATA)
+
+
+def test_structured_response_without_tools():
+    """Ports test_dynamic_model_with_structured_response (a plain chat with a schema)."""
+
+    class TestResponse(BaseModel):
+        message: str
+        confidence: float
+
+    model = FakeToolModel(
+        turns=["dynamic response"],
+        structured={"message": "dynamic response", "confidence": 0.9},
+    )
+    graph = create_react_graph(model, [], response_format=TestResponse)
+    out = graph.invoke({"messages": [HumanMessage("hello")]})
+    assert out["structured_response"] == TestResponse(message="dynamic response", confidence=0.9)
+
+
+def test_no_structured_response_unless_asked():
+    """Ports the spec's expectation that ``structured_response`` is absent without a
+    response_format (test_return_direct_spec: ``"structured_response" not in result``)."""
+    model = FakeToolModel(turns=[[call("get_weather", {})], "sunny"], structured=WEATHER_DATA)
+    out = create_react_graph(model, [get_weather], tool_mode="native").invoke(
+        {"messages": [HumanMessage("What's the weather?")]}
+    )
+    assert out.get("structured_response") is None
+    assert model.structured_requests == 0
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_structured_response_in_prompt_modes(mode):
+    """Ports TestResponseFormatAsModel.test_pydantic_model to the json and text tool
+    modes (no function calling): the structured reply is the call after the answer."""
+    model = model_for(
+        mode,
+        [
+            act(mode, "get_weather", {}),
+            final(mode, "It is sunny and 75°F."),
+            json.dumps(WEATHER_DATA),
+        ],
+    )
+    graph = create_react_graph(
+        model, [get_weather], tool_mode=mode, response_format=WeatherBaseModel
+    )
+    out = graph.invoke({"messages": [HumanMessage("What's the weather?")]})
+    assert out["answer"] == "It is sunny and 75°F."
+    assert out["structured_response"] == WeatherBaseModel(**WEATHER_DATA)
+    (message,) = tool_messages(out)
+    assert tool_text(message) == "The weather is sunny and 75°F."
