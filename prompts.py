@@ -84,3 +84,16 @@ Work log:
 Draft answer: {draft}
 
 Write the final answer."""
+
+REQUIRE_TOOL = "Do not answer yet: first call one of the tools. Reply with a tool call only."
+
+RESPOND_SYSTEM = (
+    "You turn an assistant's final answer into structured data. Use only what the answer "
+    "and the question say."
+)
+
+RESPOND_USER = """Question: {question}
+
+Final answer: {answer}
+
+Return the structured data for this answer."""

@@ -77,6 +77,7 @@ class OutputState(TypedDict, total=False):
     llm_calls: Annotated[int, operator.add]
     usage: Annotated[Usage, add_usage]
     tool_mode: str
+    structured_response: Any
 
 
 class LoopState(OutputState, total=False):
@@ -90,11 +91,10 @@ class ReActState(LoopState, total=False):
     """State of the ReAct loop (and of every loop that runs ReAct inside)."""
 
     iterations: int
-    pending: list[dict[str, Any]]
-    tool_history: Annotated[dict[str, str], merge_dict]
     selected_tools: list[str]
     reformat: bool
     transcript_start: int
+    reviews: dict[str, dict[str, Any]]
 
 
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:

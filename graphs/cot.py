@@ -7,24 +7,23 @@ Graph: ``prepare → generate → parse → END``, with ``vote`` after ``parse``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from typing_extensions import Unpack
 
-from loopgraphs.context import LoopContext
+from loopgraphs.nodes.build import compile_loop, new_graph, route
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, guard
+from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.grammars import answer_key
 from loopgraphs.nodes.parse import content_text, final_answer_of
-from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, as_node
-from loopgraphs.nodes.settings import LoopSettings, check_positive, compile_loop, make_settings
-from loopgraphs.state import InputState, LoopState, counted, start_run
+from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, add_step
+from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.state import LoopState, OutputState, counted, start_run
 
 COT_SYSTEM = """You are a careful problem solver. Work through the problem step by step:
 write each step on its own line (Step 1:, Step 2:, ...), checking every intermediate value
@@ -32,8 +31,8 @@ before you use it. When you are done, write the result on a last line that start
 FINAL ANSWER: followed only by the answer."""
 
 
-class CoTState(LoopState, total=False):
-    """State of the Chain-of-Thought loop.
+class CoTOutput(OutputState, total=False):
+    """Output of the Chain-of-Thought loop.
 
     ``samples`` holds the raw replies, ``answers`` the answer read from each, and
     ``votes`` the number of samples per distinct answer (self-consistency only).
@@ -42,6 +41,10 @@ class CoTState(LoopState, total=False):
     samples: list[str]
     answers: list[str]
     votes: dict[str, int]
+
+
+class CoTState(CoTOutput, LoopState, total=False):
+    """State of the Chain-of-Thought loop."""
 
 
 def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -80,7 +83,9 @@ def _as_reply(value: Any) -> AIMessage:
     return AIMessage(content=content_text(getattr(value, "content", value)))
 
 
-def build_cot(settings: LoopSettings, self_consistency: int) -> StateGraph[Any, Any, Any, Any]:
+def build_cot(
+    settings: LoopSettings, self_consistency: int, options: Any = None
+) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
     steps_needed = 4 if voting else 3
@@ -102,8 +107,7 @@ def build_cot(settings: LoopSettings, self_consistency: int) -> StateGraph[Any, 
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        text = COT_SYSTEM if not run.system_prompt else f"{run.system_prompt}\n\n{COT_SYSTEM}"
-        prompt = [SystemMessage(text), *state["messages"]]
+        prompt = [system_message(run, state, COT_SYSTEM), *state["messages"]]
         if not voting:
             reply, update = yield from call_model(run.chat_model, prompt)
             return {**update, "samples": [content_text(reply.content)], "messages": [reply]}
@@ -133,25 +137,20 @@ def build_cot(settings: LoopSettings, self_consistency: int) -> StateGraph[Any, 
             "messages": [AIMessage(content=state["samples"][index])],
         }
 
-    def route_start(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return "generate" if state.get("status") == "running" else "__end__"
-
-    def route_generated(state: dict[str, Any]) -> Literal["parse", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "parse"
-
-    def route_parsed(state: dict[str, Any]) -> Literal["vote", "__end__"]:
-        return "vote" if voting else "__end__"
-
-    policy: RetryPolicy | None = settings.retry_policy
-    builder = StateGraph(CoTState, input_schema=InputState, context_schema=LoopContext)
+    builder = new_graph(CoTState, CoTOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
+    add_step(builder, "generate", generate, settings.retry_policy)
     builder.add_node("parse", parse)
     builder.add_node("vote", vote)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_start)
-    builder.add_conditional_edges("generate", route_generated)
-    builder.add_conditional_edges("parse", route_parsed, ["vote", END])
+    route(
+        builder,
+        "prepare",
+        lambda state: "generate" if state.get("status") == "running" else END,
+        ["generate"],
+    )
+    route(builder, "generate", lambda state: "parse", ["parse"])
+    route(builder, "parse", lambda state: "vote" if voting else END, ["vote"])
     builder.add_edge("vote", END)
     return builder
 
@@ -160,10 +159,7 @@ def create_cot_graph(
     model: Any,
     *,
     self_consistency: int = 1,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    retry_policy: RetryPolicy | None = None,
-    system_prompt: str | None = None,
+    **options: Unpack[LoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the Chain-of-Thought loop: step-by-step reasoning, no tools.
 
@@ -180,11 +176,9 @@ def create_cot_graph(
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
         self_consistency: Number of samples voted on; 1 is plain Chain-of-Thought.
-        checkpointer: Passed to ``compile()``; enables threads.
-        name: Name of the compiled graph.
-        retry_policy: LangGraph retry policy for model calls; default retries transient
-            provider failures (429, 5xx, timeouts, dropped connections) 3 times.
-        system_prompt: Extra instructions placed before the loop's own system prompt.
+        **options: The shared options of ``LoopOptions`` (``checkpointer``, ``store``,
+            ``name``, ``state_schema``, ``context_schema``, ``response_format``,
+            ``system_prompt``, ``retry_policy``).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
@@ -194,10 +188,6 @@ def create_cot_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("self_consistency", self_consistency)
-    settings = make_settings(model, None, retry_policy=retry_policy, system_prompt=system_prompt)
-    return compile_loop(
-        build_cot(settings, self_consistency),
-        checkpointer=checkpointer,
-        name=name,
-        default_name="cot",
-    )
+    settings = make_settings("cot", model, None, options, takes_tools=False)
+    builder = build_cot(settings, self_consistency, options)
+    return compile_loop(builder, settings, options, default_name="cot")

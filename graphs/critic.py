@@ -9,41 +9,37 @@ concurrently; ``revise`` rewrites the draft from the results.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite, RetryPolicy
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
+from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.react import execute_requests, resolve_mode
-from loopgraphs.nodes.call_tool import (
-    DEFAULT_MAX_OUTPUT_CHARS,
-    DEFAULT_TOOL_TIMEOUT,
-    ToolRequest,
-    fence_output,
-    new_fence,
-)
-from loopgraphs.nodes.generate import call_model, guard
-from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique, unfence
+from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
+from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parse import content_text
-from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
+    ToolLoopOptions,
     ToolsArg,
     check_positive,
-    compile_loop,
     make_settings,
 )
 from loopgraphs.nodes.structured import Level, structured_call
-from loopgraphs.state import InputState, LoopState, merge_dict, start_run
+from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
+from loopgraphs.state import LoopState, OutputState, start_run
 
 CRITIQUE_TEXT_SYSTEM = """You check a draft answer for factual errors before it is sent.
 Find the specific claims in the draft that could be wrong and can be checked (numbers,
@@ -120,24 +116,30 @@ class CritiqueReport(BaseModel):
     )
 
 
-class CriticState(LoopState, total=False):
-    """State of the CRITIC loop.
+class CriticOutput(OutputState, total=False):
+    """Output of the CRITIC loop.
 
     ``draft`` is the current answer, ``round`` the number of critiques made,
     ``claims`` every claim checked so far (``{"claim", "tool", "tool_input",
     "observation", "round"}``), ``verified`` whether the last critique accepted the
-    draft, ``critique`` the last critique's text and ``pending`` the claims of the
-    current round waiting for their checks.
+    draft.
     """
 
     draft: str
     claims: list[dict[str, Any]]
     round: int
     verified: bool
+
+
+class CriticState(CriticOutput, LoopState, total=False):
+    """State of the CRITIC loop: ``critique`` is the last critique's text, ``pending``
+    the claims of the current round waiting for their checks and ``tool_log`` the run's
+    checks and results (for the loop-break and ``max_tool_calls``)."""
+
     critique: str
     critique_data: dict[str, Any] | None
     pending: list[dict[str, Any]]
-    tool_history: Annotated[dict[str, str], merge_dict]
+    tool_log: Annotated[list[AnyMessage], operator.add]
     transcript_start: int
 
 
@@ -163,10 +165,6 @@ def _results(claims: Sequence[dict[str, Any]], fence: str, limit: int) -> str:
     return "\n".join(lines)
 
 
-def _with_system(settings: LoopSettings, text: str) -> SystemMessage:
-    return SystemMessage(f"{settings.system_prompt}\n\n{text}" if settings.system_prompt else text)
-
-
 def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
     """The structured critique when there is one, else the critique text parsed."""
     if data is not None:
@@ -182,8 +180,9 @@ def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
     return parse_critique(text)
 
 
-def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
+def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled CRITIC graph for ``settings``."""
+    tools = ToolStep(settings)
 
     def prepare(state: CriticState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -197,7 +196,7 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
             "critique": "",
             "critique_data": None,
             "pending": [],
-            "tool_history": Overwrite({}),
+            "tool_log": Overwrite([]),
             "transcript_start": len(state.get("messages", [])),
         }
         if update["status"] == "running" and _steps_left(state) < 2:
@@ -211,7 +210,7 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         reply, update = yield from call_model(
-            run.chat_model, [_with_system(run, prompts.CHAT_SYSTEM), *conversation(state)]
+            run.chat_model, [system_message(run, state, prompts.CHAT_SYSTEM), *conversation(state)]
         )
         draft = content_text(reply.content).strip()
         done: dict[str, Any] = {}
@@ -244,7 +243,7 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
             result = yield from structured_call(
                 model,
-                [_with_system(run, system), *conversation(state), request],
+                [system_message(run, state, system), *conversation(state), request],
                 CritiqueReport,
                 levels=levels,
                 max_calls=1,
@@ -264,7 +263,7 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
             tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
         )
         reply, update = yield from call_model(
-            model, [_with_system(run, system), *conversation(state), request]
+            model, [system_message(run, state, system), *conversation(state), request]
         )
         return {
             **update,
@@ -294,30 +293,35 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
     def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         pending = state.get("pending", [])
-        requests: list[ToolRequest] = []
+        calls: list[ToolCall] = []
         slots: list[int] = []  # claims sharing a check share its result
         seen: dict[str, int] = {}
         for item in pending:
-            request = ToolRequest(item["tool"], item["tool_input"], item["id"])
-            slots.append(seen.setdefault(request.key(), len(requests)))
-            if slots[-1] == len(requests):
-                requests.append(request)
-        observations, history = yield from execute_requests(run, state, requests)
+            call = ToolCall(
+                name=item["tool"],
+                args=coerce_args(run.tools, item["tool"], item["tool_input"]),
+                id=item["id"],
+            )
+            slots.append(seen.setdefault(call_key(call), len(calls)))
+            if slots[-1] == len(calls):
+                calls.append(call)
+        results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
         fence = state.get("fence", "")
         checked = [
             {
                 "claim": item["claim"],
                 "tool": item["tool"],
                 "tool_input": item["tool_input"],
-                "observation": unfence(observations[slot].content, fence),
+                "observation": unfence(content_text(results[slot].content), fence),
                 "round": state.get("round", 1),
             }
             for item, slot in zip(pending, slots, strict=True)
         ]
         return {
+            **extra,
             "claims": [*state.get("claims", []), *checked],
             "pending": [],
-            "tool_history": history,
+            "tool_log": [AIMessage(content="", tool_calls=calls), *results],
         }
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -328,7 +332,7 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
         system = REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
         request = HumanMessage(REVISE_REQUEST.format(draft=state.get("draft", ""), results=results))
         reply, update = yield from call_model(
-            run.chat_model, [_with_system(run, system), *conversation(state), request]
+            run.chat_model, [system_message(run, state, system), *conversation(state), request]
         )
         draft = content_text(reply.content).strip() or state.get("draft", "")
         more = number < run.max_iterations and _steps_left(state) >= STEPS_FOR_ROUND
@@ -353,14 +357,14 @@ def build_critic(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
     def route_revised(state: dict[str, Any]) -> Literal["critique", "__end__"]:
         return "critique" if route_running(state) else "__end__"
 
-    policy: RetryPolicy | None = settings.retry_policy
-    builder = StateGraph(CriticState, input_schema=InputState, context_schema=LoopContext)
+    policy = settings.retry_policy
+    builder = new_graph(CriticState, CriticOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
-    builder.add_node("critique", as_node("critique", guard(critique, policy)), retry_policy=policy)
+    add_step(builder, "generate", generate, policy)
+    add_step(builder, "critique", critique, policy)
     builder.add_node("parse", parse)
-    builder.add_node("call_tool", as_node("call_tool", call_tool))
-    builder.add_node("revise", as_node("revise", guard(revise, policy)), retry_policy=policy)
+    add_step(builder, "call_tool", call_tool, None)
+    add_step(builder, "revise", revise, policy)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", route_start)
     builder.add_conditional_edges("generate", route_draft)
@@ -375,15 +379,8 @@ def create_critic_graph(
     model: Any,
     tools: ToolsArg = None,
     *,
-    tool_mode: str = "auto",
     max_critique_rounds: int = 2,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    retry_policy: RetryPolicy | None = None,
-    interrupt_before_tools: bool | Sequence[str] = False,
-    system_prompt: str | None = None,
+    **options: Unpack[ToolLoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the CRITIC loop: draft, critique into checkable claims, verify, revise.
 
@@ -404,17 +401,10 @@ def create_critic_graph(
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
         tools: LangChain tools or typed callables used to verify claims. None: draft only.
-        tool_mode: ``auto`` (from the model's profile), ``native``, ``json`` or ``text``;
-            it chooses how the critique is asked for (structured output or text blocks).
         max_critique_rounds: Critique-verify-revise rounds allowed.
-        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
-        name: Name of the compiled graph.
-        max_tool_output_chars: Tool output longer than this is truncated.
-        tool_timeout: Seconds a check may take before it becomes an error observation.
-        retry_policy: LangGraph retry policy for model calls; default retries transient
-            provider failures 3 times.
-        interrupt_before_tools: True, or a list of tool names, to pause for approval.
-        system_prompt: Extra instructions placed before each of the loop's system prompts.
+        **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
+            ``tool_mode`` chooses how the critique is asked for (structured output in
+            native and json modes, text blocks in text mode).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
@@ -425,17 +415,6 @@ def create_critic_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_critique_rounds", max_critique_rounds)
-    settings = make_settings(
-        model,
-        tools,
-        tool_mode=tool_mode,
-        max_iterations=max_critique_rounds,
-        max_tool_output_chars=max_tool_output_chars,
-        tool_timeout=tool_timeout,
-        retry_policy=retry_policy,
-        interrupt_before_tools=interrupt_before_tools,
-        system_prompt=system_prompt,
-    )
-    return compile_loop(
-        build_critic(settings), checkpointer=checkpointer, name=name, default_name="critic"
-    )
+    settings = make_settings("critic", model, tools, options, max_iterations=max_critique_rounds)
+    builder = build_critic(settings, options)
+    return compile_loop(builder, settings, options, default_name="critic")

@@ -16,31 +16,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy, interrupt
+from langgraph.types import interrupt
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.react import build_react, resolve_mode
-from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, new_fence
+from loopgraphs.graphs.react import build_react
+from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import question_text
-from loopgraphs.nodes.generate import call_model, guard
+from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parse import clip, content_text, final_answer_of
-from loopgraphs.nodes.runner import Call, Logic, as_node
+from loopgraphs.nodes.runner import Call, Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
+    ToolLoopOptions,
     ToolsArg,
+    check_flag,
     check_positive,
-    compile_loop,
     make_settings,
 )
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.state import InputState, LoopState, empty_usage, start_run
+from loopgraphs.nodes.tool_loop import resolve_mode
+from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
 
 PLANNER_SYSTEM = """You plan the work on a request before anyone starts on it.
 Split the user's latest request into {low} to {high} short steps, in order. Each step is one
@@ -185,13 +188,18 @@ def update_from_text(text: str) -> dict[str, Any] | None:
     return {"steps": []} if DONE_RE.search(clip(text)) else None
 
 
-class PlanExecuteState(LoopState, total=False):
-    """State of Plan-and-Execute."""
+class PlanExecuteOutput(OutputState, total=False):
+    """Output of Plan-and-Execute: the plan, each step's result, the steps executed."""
 
-    request: str
     plan: list[str]
     step_results: list[dict[str, str]]
     current_step: int
+
+
+class PlanExecuteState(PlanExecuteOutput, LoopState, total=False):
+    """State of Plan-and-Execute."""
+
+    request: str
 
 
 def call_budget(
@@ -245,11 +253,6 @@ def results_text(results: Sequence[dict[str, str]]) -> str:
     return "\n\n".join(lines)
 
 
-def with_instructions(settings: LoopSettings, text: str) -> SystemMessage:
-    """A system prompt with the caller's extra instructions first."""
-    return SystemMessage(f"{settings.system_prompt}\n\n{text}" if settings.system_prompt else text)
-
-
 def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
     """Apply a human's decision on the plan; raise ValueError on a malformed one."""
     kind = decision.get("type") if isinstance(decision, dict) else None
@@ -287,9 +290,12 @@ def build_plan_execute(
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
+    options: Any = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
-    step_settings = dataclasses.replace(settings, max_iterations=max_step_iterations)
+    step_settings = dataclasses.replace(
+        settings, max_iterations=max_step_iterations, response_format=None
+    )
     react_graph = build_react(step_settings).compile(name="react")
 
     def low(state: dict[str, Any], needed: int = STEPS_TO_FINISH) -> bool:
@@ -315,7 +321,7 @@ def build_plan_execute(
         instructions = PLANNER_SYSTEM.format(
             low=min(PLAN_MIN_ASKED, high), high=high, tools=run.tools.describe() or NO_TOOLS
         )
-        prompt = [with_instructions(run, instructions), *state["messages"]]
+        prompt = [system_message(run, state, instructions), *state["messages"]]
         result = yield from structured_call(
             run.chat_model, prompt, Plan, regex_fallback=plan_from_text, max_calls=PLANNER_CALLS
         )
@@ -369,7 +375,7 @@ def build_plan_execute(
         index = state.get("current_step", 0)
         room = max_steps - index
         prompt = [
-            with_instructions(run, REPLAN_SYSTEM.format(room=room)),
+            system_message(run, state, REPLAN_SYSTEM.format(room=room)),
             HumanMessage(
                 REPLAN_USER.format(
                     request=state.get("request", ""),
@@ -393,7 +399,7 @@ def build_plan_execute(
         run = settings.for_run(runtime)
         results = state.get("step_results") or []
         prompt = [
-            with_instructions(run, SYNTHESIZE_SYSTEM),
+            system_message(run, state, SYNTHESIZE_SYSTEM),
             HumanMessage(
                 SYNTHESIZE_USER.format(
                     request=state.get("request", ""), results=results_text(results)
@@ -447,14 +453,12 @@ def build_plan_execute(
             return "__end__"
         return "synthesize" if low(state) or plan_done(state) else "execute"
 
-    policy: RetryPolicy | None = settings.retry_policy
-    builder = StateGraph(PlanExecuteState, input_schema=InputState, context_schema=LoopContext)
+    policy = settings.retry_policy
+    builder = new_graph(PlanExecuteState, PlanExecuteOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("plan", as_node("plan", guard(plan, policy)), retry_policy=policy)
-    builder.add_node("execute", as_node("execute", guard(execute, policy)), retry_policy=policy)
-    builder.add_node(
-        "synthesize", as_node("synthesize", guard(synthesize, policy)), retry_policy=policy
-    )
+    add_step(builder, "plan", plan, policy)
+    add_step(builder, "execute", execute, policy)
+    add_step(builder, "synthesize", synthesize, policy)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", route_prepared)
     review = ["review_plan"] if approve_plan else []
@@ -467,7 +471,7 @@ def build_plan_execute(
         "execute", route_executed, ["execute", *revise_node, "synthesize", END]
     )
     if replan:
-        builder.add_node("replan", as_node("replan", guard(revise, policy)), retry_policy=policy)
+        add_step(builder, "replan", revise, policy)
         builder.add_conditional_edges("replan", route_replanned)
     builder.add_edge("synthesize", END)
     return builder
@@ -477,18 +481,11 @@ def create_plan_execute_graph(
     model: Any,
     tools: ToolsArg = None,
     *,
-    tool_mode: str = "auto",
     max_steps: int = 7,
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    retry_policy: RetryPolicy | None = None,
-    interrupt_before_tools: bool | Sequence[str] = False,
-    system_prompt: str | None = None,
+    **options: Unpack[ToolLoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build Plan-and-Execute: plan numbered steps, run each as a ReAct loop, synthesise.
 
@@ -509,7 +506,6 @@ def create_plan_execute_graph(
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
         tools: LangChain tools or typed callables for the steps. None or empty: reasoning only.
-        tool_mode: ``auto``, ``native``, ``json`` or ``text`` (see ``create_react_graph``).
         max_steps: Most plan steps executed; a longer plan is cut.
         max_step_iterations: Model calls allowed in each step's ReAct loop.
         replan: After each step, revise the remaining steps (may end the plan early).
@@ -517,13 +513,8 @@ def create_plan_execute_graph(
             ...})``; resume with ``Command(resume={"type": "approve"})``, ``{"type":
             "edit", "steps": [...]}`` or ``{"type": "reject", "message": "..."}`` (the run
             then ends with ``status="error"``). Needs a checkpointer.
-        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
-        name: Name of the compiled graph.
-        max_tool_output_chars: Tool output longer than this is truncated.
-        tool_timeout: Seconds a tool call may take before it becomes an error observation.
-        retry_policy: LangGraph retry policy for model calls (default: transient failures).
-        interrupt_before_tools: True, or a list of tool names, to pause for approval.
-        system_prompt: Extra instructions placed before every system prompt of the loop.
+        **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
+            the tool options apply to every step's ReAct loop.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
@@ -537,24 +528,13 @@ def create_plan_execute_graph(
     """
     check_positive("max_steps", max_steps)
     check_positive("max_step_iterations", max_step_iterations)
-    for option, value in (("replan", replan), ("approve_plan", approve_plan)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{option} must be a bool; got {type(value).__name__}")
-    settings = make_settings(
-        model,
-        tools,
-        tool_mode=tool_mode,
-        max_tool_output_chars=max_tool_output_chars,
-        tool_timeout=tool_timeout,
-        retry_policy=retry_policy,
-        interrupt_before_tools=interrupt_before_tools,
-        system_prompt=system_prompt,
-    )
+    settings = make_settings("plan_execute", model, tools, options)
     builder = build_plan_execute(
         settings,
         max_steps=max_steps,
         max_step_iterations=max_step_iterations,
-        replan=replan,
-        approve_plan=approve_plan,
+        replan=check_flag("replan", replan),
+        approve_plan=check_flag("approve_plan", approve_plan),
+        options=options,
     )
-    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="plan_execute")
+    return compile_loop(builder, settings, options, default_name="plan_execute")

@@ -16,33 +16,34 @@ turns in a row, which strict chat templates reject.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.plan_execute import ReactCall
-from loopgraphs.graphs.react import build_react, resolve_mode
-from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT, new_fence
+from loopgraphs.graphs.react import build_react
+from loopgraphs.nodes.build import compile_loop, new_graph, route
+from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, question_text
-from loopgraphs.nodes.generate import guard
 from loopgraphs.nodes.reflect import reflect_on
-from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
+    ToolLoopOptions,
     ToolsArg,
     check_positive,
-    compile_loop,
     make_settings,
 )
-from loopgraphs.state import InputState, LoopState, empty_usage, start_run
+from loopgraphs.nodes.tool_loop import resolve_mode
+from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
 
 REFLECTIONS_BLOCK = """Lessons from your earlier attempts at this question (judged unsatisfactory):
 {lessons}
@@ -55,15 +56,20 @@ EVALUATOR_CALLS = 2
 EPISODE_STEPS = 3
 
 
-class ReflexionState(LoopState, total=False):
-    """State of Reflexion."""
+class ReflexionOutput(OutputState, total=False):
+    """Output of Reflexion: episodes run, their answers, evaluations and reflections."""
 
-    request: str
-    transcript_start: int
     episode: int
     reflections: list[str]
     evaluations: list[dict[str, Any]]
     episode_answers: list[str]
+
+
+class ReflexionState(ReflexionOutput, LoopState, total=False):
+    """State of Reflexion."""
+
+    request: str
+    transcript_start: int
 
 
 def call_budget(
@@ -97,10 +103,12 @@ def with_reflections(
 
 
 def build_reflexion(
-    settings: LoopSettings, *, max_reflections: int = 3
+    settings: LoopSettings, *, max_reflections: int = 3, options: Any = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Reflexion graph for ``settings``."""
-    react_graph = build_react(settings).compile(name="react")
+    react_graph = build_react(dataclasses.replace(settings, response_format=None)).compile(
+        name="react"
+    )
 
     def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -170,29 +178,22 @@ def build_reflexion(
         )
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 
-    def route_prepared(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "generate"
-
-    def route_generated(state: dict[str, Any]) -> Literal["evaluate", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "evaluate"
-
-    def route_evaluated(state: dict[str, Any]) -> Literal["reflect", "__end__"]:
-        return "reflect" if state.get("status") == "running" else "__end__"
-
-    def route_reflected(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "generate"
-
-    policy: RetryPolicy | None = settings.retry_policy
-    builder = StateGraph(ReflexionState, input_schema=InputState, context_schema=LoopContext)
+    policy = settings.retry_policy
+    builder = new_graph(ReflexionState, ReflexionOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
-    builder.add_node("evaluate", as_node("evaluate", guard(evaluate, policy)), retry_policy=policy)
-    builder.add_node("reflect", as_node("reflect", guard(reflect, policy)), retry_policy=policy)
+    add_step(builder, "generate", generate, policy)
+    add_step(builder, "evaluate", evaluate, policy)
+    add_step(builder, "reflect", reflect, policy)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_prepared)
-    builder.add_conditional_edges("generate", route_generated)
-    builder.add_conditional_edges("evaluate", route_evaluated)
-    builder.add_conditional_edges("reflect", route_reflected)
+    route(builder, "prepare", lambda state: "generate", ["generate"])
+    route(builder, "generate", lambda state: "evaluate", ["evaluate"])
+    route(
+        builder,
+        "evaluate",
+        lambda state: "reflect" if state.get("status") == "running" else END,
+        ["reflect"],
+    )
+    route(builder, "reflect", lambda state: "generate", ["generate"])
     return builder
 
 
@@ -200,16 +201,9 @@ def create_reflexion_graph(
     model: Any,
     tools: ToolsArg = None,
     *,
-    tool_mode: str = "auto",
     max_reflections: int = 3,
     max_iterations: int = 10,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    retry_policy: RetryPolicy | None = None,
-    interrupt_before_tools: bool | Sequence[str] = False,
-    system_prompt: str | None = None,
+    **options: Unpack[ToolLoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build Reflexion: ReAct episodes, each judged; failures are reflected on and retried.
 
@@ -229,16 +223,10 @@ def create_reflexion_graph(
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
         tools: LangChain tools or typed callables. None or empty: plain chat episodes.
-        tool_mode: ``auto``, ``native``, ``json`` or ``text`` (see ``create_react_graph``).
         max_reflections: Most episodes (attempts) in a run.
         max_iterations: Model calls allowed in each episode's ReAct loop.
-        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
-        name: Name of the compiled graph.
-        max_tool_output_chars: Tool output longer than this is truncated.
-        tool_timeout: Seconds a tool call may take before it becomes an error observation.
-        retry_policy: LangGraph retry policy for model calls (default: transient failures).
-        interrupt_before_tools: True, or a list of tool names, to pause for approval.
-        system_prompt: Extra instructions placed before the ReAct system prompt.
+        **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
+            the tool options apply to every episode's ReAct loop.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
@@ -250,16 +238,6 @@ def create_reflexion_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_reflections", max_reflections)
-    settings = make_settings(
-        model,
-        tools,
-        tool_mode=tool_mode,
-        max_iterations=max_iterations,
-        max_tool_output_chars=max_tool_output_chars,
-        tool_timeout=tool_timeout,
-        retry_policy=retry_policy,
-        interrupt_before_tools=interrupt_before_tools,
-        system_prompt=system_prompt,
-    )
-    builder = build_reflexion(settings, max_reflections=max_reflections)
-    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="reflexion")
+    settings = make_settings("reflexion", model, tools, options, max_iterations=max_iterations)
+    builder = build_reflexion(settings, max_reflections=max_reflections, options=options)
+    return compile_loop(builder, settings, options, default_name="reflexion")

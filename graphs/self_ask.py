@@ -9,39 +9,36 @@ tools the model calls natively) or, without tools, by the model itself on its ne
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite, RetryPolicy
+from langgraph.types import Overwrite
+from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.react import execute_requests, resolve_mode
-from loopgraphs.nodes.call_tool import (
-    DEFAULT_MAX_OUTPUT_CHARS,
-    DEFAULT_TOOL_TIMEOUT,
-    ToolRequest,
-    new_fence,
-)
+from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import status_code
-from loopgraphs.nodes.generate import best_effort_answer, call_model, guard
-from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask, unfence
-from loopgraphs.nodes.parse import content_text
-from loopgraphs.nodes.runner import Logic, as_node
+from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask
+from loopgraphs.nodes.parse import best_effort_answer, content_text
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
+    ToolLoopOptions,
     ToolsArg,
     check_positive,
-    compile_loop,
     make_settings,
 )
+from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
 from loopgraphs.prompts import FENCE_NOTE
-from loopgraphs.state import InputState, LoopState, merge_dict, start_run
+from loopgraphs.state import LoopState, OutputState, start_run
 
 SELF_ASK_FORMAT = """Break the question into simpler follow-up questions, one at a time.
 Use exactly this format:
@@ -115,18 +112,21 @@ STEPS_FOR_TURN = 4  # generate, parse, then final_answer
 STEPS_TO_START = 3  # generate, parse
 
 
-class SelfAskState(LoopState, total=False):
-    """State of the Self-Ask loop.
-
-    ``follow_ups`` lists every follow-up question with its answer and the tool that gave
-    it (None when the model answered itself); ``iterations`` counts the loop's model
-    calls; ``pending`` holds the tool calls of the current turn.
-    """
+class SelfAskOutput(OutputState, total=False):
+    """Output of the Self-Ask loop: ``follow_ups`` lists every follow-up question with its
+    answer and the tool that gave it (None when the model answered itself)."""
 
     follow_ups: list[dict[str, Any]]
+
+
+class SelfAskState(SelfAskOutput, LoopState, total=False):
+    """State of the Self-Ask loop: ``iterations`` counts the loop's model calls,
+    ``pending`` holds the tool calls of the current turn and ``tool_log`` the run's
+    tool calls and results (for the loop-break and ``max_tool_calls``)."""
+
     iterations: int
     pending: list[dict[str, Any]]
-    tool_history: Annotated[dict[str, str], merge_dict]
+    tool_log: Annotated[list[AnyMessage], operator.add]
     transcript_start: int
 
 
@@ -156,7 +156,7 @@ def _args_text(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
 
 
-def self_ask_system(settings: LoopSettings, mode: str) -> SystemMessage:
+def self_ask_system(settings: LoopSettings, state: Mapping[str, Any], mode: str) -> SystemMessage:
     """The system prompt of one tool mode."""
     tools = settings.tools
     if mode == "none" or not tools:
@@ -171,9 +171,7 @@ def self_ask_system(settings: LoopSettings, mode: str) -> SystemMessage:
             tools=tools.describe(),
             fence_note=FENCE_NOTE,
         )
-    if settings.system_prompt:
-        text = f"{settings.system_prompt}\n\n{text}"
-    return SystemMessage(text)
+    return system_message(settings, state, text)
 
 
 def _record_intermediate(
@@ -201,8 +199,9 @@ def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMes
     return found
 
 
-def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
+def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Self-Ask graph for ``settings``."""
+    tools = ToolStep(settings)
 
     def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -212,7 +211,7 @@ def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
             "follow_ups": [],
             "iterations": 0,
             "pending": [],
-            "tool_history": Overwrite({}),
+            "tool_log": Overwrite([]),
             "transcript_start": len(state.get("messages", [])),
         }
         if update["status"] == "running" and _steps_left(state) < STEPS_TO_START:
@@ -227,14 +226,16 @@ def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
         if mode == "native":
             try:
                 bound = run.chat_model.bind_tools(run.tools.tools)
-                reply, update = yield from call_model(bound, [self_ask_system(run, mode), *history])
+                reply, update = yield from call_model(
+                    bound, [self_ask_system(run, state, mode), *history]
+                )
                 return {**update, "messages": [reply], "tool_mode": mode}
             except Exception as exc:
                 if not (run.tool_mode == "auto" and _unsupported(exc)):
                     raise
                 mode = "text"
         reply, update = yield from call_model(
-            run.chat_model, [self_ask_system(run, mode), *history]
+            run.chat_model, [self_ask_system(run, state, mode), *history]
         )
         return {**update, "messages": [reply], "tool_mode": mode}
 
@@ -308,40 +309,38 @@ def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
     def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         pending = state.get("pending", [])
-        requests = [ToolRequest(p["name"], p["args"], p.get("id", "")) for p in pending]
-        observations, history = yield from execute_requests(run, state, requests)
+        calls = [
+            ToolCall(name=p["name"], args=coerce_args(run.tools, p["name"], p["args"]), id=p["id"])
+            for p in pending
+        ]
+        results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
         fence = state.get("fence", "")
         follow_ups = [
             *state.get("follow_ups", []),
             *(
                 {
                     "question": p["question"],
-                    "answer": unfence(obs.content, fence),
+                    "answer": unfence(content_text(obs.content), fence),
                     "tool": p["name"],
                 }
-                for p, obs in zip(pending, observations, strict=True)
+                for p, obs in zip(pending, results, strict=True)
             ),
         ]
-        messages: list[AnyMessage] = []
-        for p, obs in zip(pending, observations, strict=True):
-            if p.get("native"):
-                messages.append(
-                    ToolMessage(
-                        content=obs.content,
-                        tool_call_id=obs.request.id,
-                        name=obs.request.name,
-                        status="success" if obs.ok else "error",
-                    )
-                )
+        messages: list[AnyMessage] = [
+            obs for p, obs in zip(pending, results, strict=True) if p.get("native")
+        ]
         text = "\n\n".join(
-            obs.content for p, obs in zip(pending, observations, strict=True) if not p.get("native")
+            content_text(obs.content)
+            for p, obs in zip(pending, results, strict=True)
+            if not p.get("native")
         )
         if text:
             messages.append(HumanMessage(INTERMEDIATE.format(content=text)))
         return {
+            **extra,
             "messages": messages,
             "pending": [],
-            "tool_history": history,
+            "tool_log": [AIMessage(content="", tool_calls=calls), *results],
             "follow_ups": follow_ups,
         }
 
@@ -385,15 +384,13 @@ def build_self_ask(settings: LoopSettings) -> StateGraph[Any, Any, Any, Any]:
     ) -> Literal["generate", "final_answer"]:
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
 
-    policy: RetryPolicy | None = settings.retry_policy
-    builder = StateGraph(SelfAskState, input_schema=InputState, context_schema=LoopContext)
+    policy = settings.retry_policy
+    builder = new_graph(SelfAskState, SelfAskOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("generate", as_node("generate", guard(generate, policy)), retry_policy=policy)
+    add_step(builder, "generate", generate, policy)
     builder.add_node("parse", parse)
-    builder.add_node("call_tool", as_node("call_tool", call_tool))
-    builder.add_node(
-        "final_answer", as_node("final_answer", guard(final_answer, policy)), retry_policy=policy
-    )
+    add_step(builder, "call_tool", call_tool, None)
+    add_step(builder, "final_answer", final_answer, policy)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", route_start)
     builder.add_conditional_edges("generate", route_generated)
@@ -407,15 +404,8 @@ def create_self_ask_graph(
     model: Any,
     tools: ToolsArg = None,
     *,
-    tool_mode: str = "auto",
     max_follow_ups: int = 5,
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    retry_policy: RetryPolicy | None = None,
-    interrupt_before_tools: bool | Sequence[str] = False,
-    system_prompt: str | None = None,
+    **options: Unpack[ToolLoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the Self-Ask loop: follow-up questions, intermediate answers, final answer.
 
@@ -440,18 +430,11 @@ def create_self_ask_graph(
         tools: LangChain tools or typed callables; the first one answers plain follow-ups
             (a search or lookup tool with one argument fits best). None: the model
             answers its own follow-ups.
-        tool_mode: ``auto`` (native when the model's profile allows, falling back to text
-            when tools are refused), ``native``, ``json`` (the text grammar with JSON
-            tool inputs) or ``text``.
         max_follow_ups: Follow-up turns allowed before the answer is forced.
-        checkpointer: Passed to ``compile()``; enables threads, resume and interrupts.
-        name: Name of the compiled graph.
-        max_tool_output_chars: Tool output longer than this is truncated.
-        tool_timeout: Seconds a tool call may take before it becomes an error observation.
-        retry_policy: LangGraph retry policy for model calls; default retries transient
-            provider failures 3 times.
-        interrupt_before_tools: True, or a list of tool names, to pause for approval.
-        system_prompt: Extra instructions placed before the loop's own system prompt.
+        **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``).
+            ``tool_mode``: ``auto`` (native when the model's profile allows, falling back
+            to text when tools are refused), ``native``, ``json`` (the text grammar with
+            JSON tool inputs) or ``text``.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
@@ -462,17 +445,6 @@ def create_self_ask_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_follow_ups", max_follow_ups)
-    settings = make_settings(
-        model,
-        tools,
-        tool_mode=tool_mode,
-        max_iterations=max_follow_ups,
-        max_tool_output_chars=max_tool_output_chars,
-        tool_timeout=tool_timeout,
-        retry_policy=retry_policy,
-        interrupt_before_tools=interrupt_before_tools,
-        system_prompt=system_prompt,
-    )
-    return compile_loop(
-        build_self_ask(settings), checkpointer=checkpointer, name=name, default_name="self_ask"
-    )
+    settings = make_settings("self_ask", model, tools, options, max_iterations=max_follow_ups)
+    builder = build_self_ask(settings, options)
+    return compile_loop(builder, settings, options, default_name="self_ask")

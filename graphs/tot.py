@@ -14,29 +14,23 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, RetryPolicy, Send
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs.context import LoopContext
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, guard
+from loopgraphs.nodes.generate import call_model, system_message, user_system
 from loopgraphs.nodes.parse import clip, content_text, extract_json
-from loopgraphs.nodes.runner import Logic, LogicFactory, as_node
+from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolsArg,
-    check_positive,
-    compile_loop,
-    make_settings,
-)
-from loopgraphs.state import InputState, LoopState, counted, start_run
+from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.state import LoopState, OutputState, counted, start_run
 
 TOT_SYSTEM = (
     "You solve problems by exploring several lines of reasoning. Each step is one short, "
@@ -105,8 +99,8 @@ def add_failures(left: list[str] | None, right: list[str] | None) -> list[str]:
     return [*(left or []), *(right or [])]
 
 
-class ToTState(LoopState, total=False):
-    """State of the Tree-of-Thoughts loop.
+class ToTOutput(OutputState, total=False):
+    """Output of the Tree-of-Thoughts loop.
 
     ``branches`` is the beam (best first); ``candidates`` the last level's candidates
     (``thoughts``, ``score`` (None if unscored), ``parent``, ``index``, ``answer``);
@@ -120,6 +114,11 @@ class ToTState(LoopState, total=False):
     candidates: Annotated[list[dict[str, Any]], extend_candidates]
     best_path: list[str]
     stop_reason: StopReason
+
+
+class ToTState(ToTOutput, LoopState, total=False):
+    """State of the Tree-of-Thoughts loop: the output plus failures of concurrent tasks."""
+
     failures: Annotated[list[str], add_failures]
 
 
@@ -202,11 +201,6 @@ def call_budget(
     return expansions * (per_expansion + n_branches) + 1
 
 
-def _system(settings: LoopSettings) -> SystemMessage:
-    text = f"{settings.system_prompt}\n\n{TOT_SYSTEM}" if settings.system_prompt else TOT_SYSTEM
-    return SystemMessage(text)
-
-
 def _problem_of(messages: Sequence[BaseMessage]) -> str:
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
@@ -222,6 +216,7 @@ def build_tot(
     max_depth: int,
     scoring: str,
     generation: str,
+    options: Any = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
@@ -253,12 +248,14 @@ def build_tot(
         shown = render_path(path)
         if generation == "propose":
             text = PROPOSE_PROMPT.format(problem=state["problem"], path=shown, n=n_branches)
-            reply, update = yield from call_model(model, [_system(run), HumanMessage(text)])
+            reply, update = yield from call_model(
+                model, [system_message(run, state, TOT_SYSTEM), HumanMessage(text)]
+            )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
         else:
             prompts = [
                 [
-                    _system(run),
+                    system_message(run, state, TOT_SYSTEM),
                     HumanMessage(
                         SAMPLE_PROMPT.format(
                             problem=state["problem"], path=shown, k=k, n=n_branches
@@ -313,7 +310,7 @@ def build_tot(
         if not candidates:
             return {"depth": depth, "stop_reason": "dead_end"}
         paths = [c["thoughts"] for c in candidates]
-        system = run.system_prompt
+        system = user_system(run, state)
         if scoring == "batched":
             scores, update = yield from score_all(
                 run.chat_model, state["problem"], paths, system=system
@@ -345,7 +342,9 @@ def build_tot(
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = FORCE_ANSWER_PROMPT.format(problem=state["problem"], path=render_path(path))
-        reply, update = yield from call_model(run.chat_model, [_system(run), HumanMessage(text)])
+        reply, update = yield from call_model(
+            run.chat_model, [system_message(run, state, TOT_SYSTEM), HumanMessage(text)]
+        )
         said = content_text(reply.content).strip()
         answer = answer_in(said) or said
         status = (
@@ -395,17 +394,13 @@ def build_tot(
             return "final_answer"
         return expansions(state)
 
-    builder = StateGraph(ToTState, input_schema=InputState, context_schema=LoopContext)
+    builder = new_graph(ToTState, ToTOutput, options or {})
     builder.add_node("prepare", prepare)
-    builder.add_node("expand", as_node("expand", contained(expand)), retry_policy=policy)
     builder.add_node(
-        "score_branches",
-        as_node("score_branches", guard(score_branches, policy)),
-        retry_policy=policy,
+        "expand", as_node("expand", contained(expand), guarded=False), retry_policy=policy
     )
-    builder.add_node(
-        "final_answer", as_node("final_answer", guard(final_answer, policy)), retry_policy=policy
-    )
+    add_step(builder, "score_branches", score_branches, policy)
+    add_step(builder, "final_answer", final_answer, policy)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", route_start, ["expand", "final_answer", END])
     builder.add_edge("expand", "score_branches")
@@ -416,17 +411,13 @@ def build_tot(
 
 def create_tot_graph(
     model: Any,
-    tools: ToolsArg = None,
     *,
     n_branches: int = 3,
     beam_width: int = 2,
     max_depth: int = 3,
     scoring: str = "batched",
     generation: str = "propose",
-    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
-    name: str | None = None,
-    retry_policy: RetryPolicy | None = None,
-    system_prompt: str | None = None,
+    **options: Unpack[LoopOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build the Tree-of-Thoughts loop: a beam search over lines of reasoning.
 
@@ -460,8 +451,6 @@ def create_tot_graph(
 
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
-        tools: Accepted so every loop shares one signature (and type-checked), but not
-            used: this loop reasons without tools.
         n_branches: Candidate thoughts generated per branch and level (b).
         beam_width: Branches kept per level (w), 1..n_branches.
         max_depth: Levels of thoughts before an answer is forced (d).
@@ -469,11 +458,9 @@ def create_tot_graph(
             ``"per_branch"`` (one call per candidate, concurrently).
         generation: ``"propose"`` (one call lists b thoughts) or ``"sample"`` (b
             concurrent calls, one thought each).
-        checkpointer: Passed to ``compile()``; enables threads and resume.
-        name: Name of the compiled graph.
-        retry_policy: LangGraph retry policy for model calls; default retries transient
-            provider failures (429, 5xx, timeouts, dropped connections) 3 times.
-        system_prompt: Extra instructions placed before the loop's own system prompt.
+        **options: The shared options of ``LoopOptions`` (``checkpointer``, ``store``,
+            ``name``, ``state_schema``, ``context_schema``, ``response_format``,
+            ``system_prompt``, ``retry_policy``).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}`` (the last user message is the
@@ -484,7 +471,7 @@ def create_tot_graph(
     Raises:
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
-    settings = make_settings(model, tools, retry_policy=retry_policy, system_prompt=system_prompt)
+    settings = make_settings("tot", model, None, options, takes_tools=False)
     check_positive("n_branches", n_branches)
     check_positive("beam_width", beam_width)
     check_positive("max_depth", max_depth)
@@ -504,8 +491,9 @@ def create_tot_graph(
         max_depth=max_depth,
         scoring=scoring,
         generation=generation,
+        options=options,
     )
-    return compile_loop(builder, checkpointer=checkpointer, name=name, default_name="tot")
+    return compile_loop(builder, settings, options, default_name="tot")
 
 
-__all__ = ["Branch", "ToTState", "call_budget", "create_tot_graph", "parse_thoughts"]
+__all__ = ["Branch", "ToTOutput", "ToTState", "call_budget", "create_tot_graph", "parse_thoughts"]

@@ -1,50 +1,46 @@
-"""Execute tool calls: concurrently, with timeouts, and never raising.
+"""Run tool calls through LangGraph's ``ToolNode``, with loopgraphs' guarantees around it.
 
-Every failure (unknown tool, invalid arguments, exception, timeout) becomes an observation
-the model reads on its next turn. Tool output is truncated and fenced between per-run
-random markers so that the model can tell data from instructions, and a call identical to
-an earlier one is answered from history with a loop-break note instead of running again.
+Tools run inside the graph's runtime, so everything a LangGraph tool may do works:
+``interrupt()``, injected state / store / tool-call id / ``ToolRuntime``, ``Command``
+returns, artifacts, content blocks, callbacks and the stream writer. ``ToolGuard`` wraps
+each call (``wrap_tool_call`` / ``awrap_tool_call``) to add what the loops promise:
+
+- every failure (unknown tool, invalid arguments, exception, timeout) becomes an error
+  ``ToolMessage`` the model reads;
+- output is truncated and fenced between per-run random markers (untrusted data);
+- a call identical to an earlier successful call of the run is answered from history
+  (the loop-break; failed calls run again; ``loop_break=False`` turns it off);
+- a per-run tool-call budget: calls past it are answered, never run;
+- human review decisions (edit, reject, respond) are applied.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import dataclasses
 import json
 import secrets
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.tools import BaseTool
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langgraph.graph import END
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.types import Command
 from pydantic import ValidationError
 
-from loopgraphs.nodes.runner import Job, JobBatch
+from loopgraphs.nodes.review import answer_without_running, reviewed_call
 from loopgraphs.toolkits.registry import ToolRegistry
 
+ToolResult = ToolMessage | Command
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 DEFAULT_TOOL_TIMEOUT = 30.0
-
-
-@dataclass(frozen=True)
-class ToolRequest:
-    """A tool call asked for by the model: native, JSON or text form alike."""
-
-    name: str
-    args: dict[str, Any] | str
-    id: str = ""
-
-    def key(self) -> str:
-        """Identity used to detect repeated calls."""
-        return f"{self.name}:{json.dumps(self.args, sort_keys=True, default=str)}"
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What a tool call produced, ready to show to the model."""
-
-    request: ToolRequest
-    content: str
-    ok: bool
-    ran: bool
+_timeout_pool: ThreadPoolExecutor | None = None
 
 
 def new_fence() -> str:
@@ -71,138 +67,226 @@ def fence_output(text: str, fence: str, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -
     return f"<<tool_output {fence}>>\n{text}{note}\n<<end_tool_output {fence}>>"
 
 
-def coerce_args(tool: BaseTool, args: dict[str, Any] | str) -> dict[str, Any]:
-    """Turn a bare string input into keyword arguments when the tool has one parameter."""
-    if isinstance(args, dict):
-        return args
-    fields = list(tool.args)
-    if len(fields) == 1:
-        return {fields[0]: args}
-    if not fields:
-        return {}
-    try:
-        decoded = json.loads(args)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return decoded
-    required = [name for name, spec in tool.args.items() if "default" not in spec]
-    if len(required) == 1:
-        return {required[0]: args}
-    raise ValueError(
-        f"expected a JSON object with the arguments {', '.join(fields)}, got the text {args!r}"
-    )
+def unfence(text: str, fence: str) -> str:
+    """Tool output without the run's fence markers (``fence_output`` undone)."""
+    head, tail = f"<<tool_output {fence}>>\n", f"\n<<end_tool_output {fence}>>"
+    if fence and text.startswith(head) and text.endswith(tail):
+        return text[len(head) : len(text) - len(tail)].strip()
+    return text.strip()
 
 
-def _describe_error(exc: BaseException) -> str:
-    if isinstance(exc, ValidationError):
+def call_key(call: Mapping[str, Any]) -> str:
+    """Identity of a tool call for the loop-break: name and arguments."""
+    return f"{call['name']}:{json.dumps(call['args'], sort_keys=True, default=str)}"
+
+
+def describe_tool_error(exc: Exception) -> str:
+    """One line for the model naming what went wrong in a tool call."""
+    if isinstance(exc, ToolInvocationError) and isinstance(exc.source, ValidationError):
+        errors = exc.filtered_errors if exc.filtered_errors is not None else exc.source.errors()
         problems = "; ".join(
             f"{'.'.join(str(p) for p in error['loc']) or 'input'}: {error['msg']}"
-            for error in exc.errors()
+            for error in errors
         )
         return f"invalid arguments ({problems})"
-    if isinstance(exc, TimeoutError):
-        return str(exc) or "timed out"
     return f"{type(exc).__name__}: {exc}"
 
 
-def _result_text(value: Any) -> str:
-    content = getattr(value, "content", value)
-    if isinstance(content, str):
-        return content
-    try:
-        return json.dumps(content, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(content)
+def run_calls(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall]:
+    """Every tool call the model made in this run (after message ``start``), in order."""
+    for message in messages[start:]:
+        if isinstance(message, AIMessage):
+            yield from message.tool_calls
 
 
-def _job(tool: BaseTool, args: dict[str, Any], timeout: float | None) -> Job:
-    return Job(
-        sync=lambda: tool.invoke(args),
-        run_async=lambda: tool.ainvoke(args),
-        timeout=timeout,
+def tool_results(messages: Sequence[AnyMessage], start: int) -> dict[str, ToolMessage]:
+    """The run's tool results by tool-call id."""
+    return {m.tool_call_id: m for m in messages[start:] if isinstance(m, ToolMessage)}
+
+
+def _error(call: ToolCall, text: str) -> ToolMessage:
+    return ToolMessage(
+        content=text, name=call["name"], tool_call_id=call["id"] or "", status="error"
     )
 
 
-def run_tools(
-    requests: Sequence[ToolRequest],
-    registry: ToolRegistry,
-    *,
-    history: dict[str, str],
-    fence: str,
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-) -> Generator[JobBatch, list[Any], list[Observation]]:
-    """Run tool requests concurrently and turn every outcome into an observation.
+@dataclass(frozen=True)
+class ToolGuard:
+    """The checks and limits wrapped around every tool call (see the module docstring)."""
 
-    Args:
-        requests: The calls, in the model's order.
-        registry: The tools this run may use.
-        history: Earlier calls of this run, keyed by ``ToolRequest.key``.
-        fence: The run's marker for fencing tool output.
-        max_output_chars: Truncation limit of each output.
-        timeout: Seconds each tool may run.
+    registry: ToolRegistry
+    timeout: float | None
+    max_output_chars: int
+    loop_break: bool = True
+    max_tool_calls: int | None = None
 
-    Yields:
-        One batch of jobs (all runnable calls together).
+    def before(self, request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
+        """The request to run, or the answer given without running the tool."""
+        state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
+        call = request.tool_call
+        decision = (state.get("reviews") or {}).get(call["id"])
+        answered = answer_without_running(call, decision)
+        if answered is not None:
+            return answered
+        if decision:
+            call = reviewed_call(call, decision)
+            tool = self.registry.get(call["name"])
+            request = request.override(tool_call=call, **({"tool": tool} if tool else {}))
+        if request.tool is None or request.tool.name != call["name"]:
+            available = ", ".join(self.registry.names) or "none"
+            return _error(
+                call, f"Error: unknown tool '{call['name']}'. Available tools: {available}."
+            )
+        messages = state.get("messages") or []
+        start = int(state.get("transcript_start") or 0)
+        last = max(
+            (i for i in range(start, len(messages)) if isinstance(messages[i], AIMessage)),
+            default=len(messages),
+        )
+        earlier = list(run_calls(messages[:last], start))
+        current = messages[last].tool_calls if last < len(messages) else []
+        index = next((i for i, c in enumerate(current) if c["id"] == call["id"]), len(current))
+        position = len(earlier) + index
+        calls = [*earlier, *current[:index]]
+        if self.max_tool_calls is not None and position >= self.max_tool_calls:
+            return _error(
+                call,
+                f"Not run: this run's budget of {self.max_tool_calls} tool calls is used up. "
+                "Answer with what you have.",
+            )
+        if self.loop_break:
+            repeated = self._repeated(call, calls, tool_results(messages[:last], start))
+            if repeated is not None:
+                return repeated
+        return request
 
-    Returns:
-        One observation per request, in order.
-    """
-    observations: list[Observation | None] = [None] * len(requests)
-    jobs: list[Job] = []
-    job_slots: list[int] = []
-    seen: dict[str, str] = dict(history)
-    for index, request in enumerate(requests):
-        key = request.key()
-        if key in seen:
-            observations[index] = Observation(
-                request,
-                f"You already called {request.name} with these arguments. "
-                f"The result was:\n{seen[key]}\n"
-                "Do not repeat the call: use a different approach or give the final answer.",
-                ok=False,
-                ran=False,
+    def _repeated(
+        self, call: ToolCall, earlier: Sequence[ToolCall], results: Mapping[str, ToolMessage]
+    ) -> ToolMessage | None:
+        key = call_key(call)
+        for previous in earlier:
+            if call_key(previous) != key:
+                continue
+            result = results.get(previous["id"] or "")
+            if result is None:
+                return _error(
+                    call,
+                    f"Not run: the same call of {call['name']} is already running in this "
+                    "step; use its result.",
+                )
+            if result.status != "error":
+                return _error(
+                    call,
+                    f"You already called {call['name']} with these arguments. The result "
+                    f"was:\n{result.content}\nDo not repeat the call: use a different "
+                    "approach or give the final answer.",
+                )
+        return None
+
+    def after(self, request: ToolCallRequest, result: ToolResult) -> ToolResult:
+        """Fence and truncate tool output; refuse a ``goto`` the loop cannot honour."""
+        fence = (request.state or {}).get("fence", "") if isinstance(request.state, Mapping) else ""
+        if isinstance(result, ToolMessage):
+            return self._fenced(result, fence)
+        update = result.update
+        if result.graph is None and result.goto not in ((), [], None, END):
+            return _error(
+                request.tool_call,
+                f"Error: {request.tool_call['name']} returned Command(goto={result.goto!r}); "
+                "inside a loopgraphs loop a tool may only end the run (goto=END) or route "
+                "the parent graph (graph=Command.PARENT).",
             )
-            continue
-        seen[key] = "(result pending in this same step)"
-        tool = registry.get(request.name)
-        if tool is None:
-            available = ", ".join(registry.names) or "none"
-            observations[index] = Observation(
-                request,
-                f"Error: unknown tool '{request.name}'. Available tools: {available}.",
-                ok=False,
-                ran=False,
+        if isinstance(update, dict) and update.get("messages"):
+            update = {
+                **update,
+                "messages": [
+                    self._fenced(m, fence) if isinstance(m, ToolMessage) else m
+                    for m in update["messages"]
+                ],
+            }
+        if result.graph is None and result.goto == END:
+            answer = next(
+                (
+                    unfence(str(m.content), fence)
+                    for m in (update or {}).get("messages", [])
+                    if isinstance(m, ToolMessage)
+                ),
+                "",
             )
-            continue
-        try:
-            args = registry.validate(request.name, coerce_args(tool, request.args))
-        except (ValidationError, ValueError) as exc:
-            observations[index] = Observation(
-                request, f"Error: {request.name}: {_describe_error(exc)}", ok=False, ran=False
+            update = {**(update or {}), "status": "completed", "answer": answer}
+            return dataclasses.replace(result, update=update, goto=())
+        return dataclasses.replace(result, update=update)
+
+    def _fenced(self, message: ToolMessage, fence: str) -> ToolMessage:
+        content = message.content
+        if message.status == "error" and isinstance(content, str):
+            text = (
+                content
+                if content.startswith("Error:")
+                else f"Error: {message.name} failed: {content}"
             )
-            continue
-        jobs.append(_job(tool, args, timeout))
-        job_slots.append(index)
-    results = (yield JobBatch(jobs)) if jobs else []
-    for index, result in zip(job_slots, results, strict=True):
-        request = requests[index]
-        if isinstance(result, BaseException):
-            text = f"Error: {request.name} failed: {_describe_error(result)}"
-            observations[index] = Observation(
-                request, fence_output(text, fence, max_output_chars), ok=False, ran=True
-            )
+            content = fence_output(text, fence, self.max_output_chars)
+        elif isinstance(content, str):
+            content = fence_output(content, fence, self.max_output_chars)
         else:
-            observations[index] = Observation(
-                request,
-                fence_output(_result_text(result), fence, max_output_chars),
-                ok=True,
-                ran=True,
-            )
-    return [obs for obs in observations if obs is not None]
+            content = [
+                {**block, "text": fence_output(block["text"], fence, self.max_output_chars)}
+                if isinstance(block, dict) and block.get("type") == "text"
+                else block
+                for block in content
+            ]
+        return message.model_copy(update={"content": content})
+
+    def wrap(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], ToolResult]
+    ) -> ToolResult:
+        """``wrap_tool_call`` for ``ToolNode``."""
+        checked = self.before(request)
+        if isinstance(checked, ToolMessage):
+            return checked
+        if self.timeout is None:
+            return self.after(checked, execute(checked))
+        context = contextvars.copy_context()
+        future = _pool().submit(context.run, execute, checked)
+        try:
+            return self.after(checked, future.result(timeout=self.timeout))
+        except FutureTimeout:
+            return self._timed_out(checked)
+
+    async def awrap(
+        self,
+        request: ToolCallRequest,
+        execute: Callable[[ToolCallRequest], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """``awrap_tool_call`` for ``ToolNode``."""
+        checked = self.before(request)
+        if isinstance(checked, ToolMessage):
+            return checked
+        try:
+            result = await asyncio.wait_for(execute(checked), self.timeout)
+        except asyncio.TimeoutError:
+            return self._timed_out(checked)
+        return self.after(checked, result)
+
+    def _timed_out(self, request: ToolCallRequest) -> ToolMessage:
+        message = _error(request.tool_call, f"timed out after {self.timeout:g} s")
+        return self.after(request, message)  # type: ignore[return-value]
 
 
-def history_update(observations: Sequence[Observation]) -> dict[str, str]:
-    """New ``tool_history`` entries for the calls that actually ran."""
-    return {obs.request.key(): obs.content for obs in observations if obs.ran}
+def _pool() -> ThreadPoolExecutor:
+    """Threads for sync tool calls with a timeout (a call that hangs keeps its thread)."""
+    global _timeout_pool
+    if _timeout_pool is None:
+        _timeout_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="loopgraphs-tool")
+    return _timeout_pool
+
+
+def make_tool_node(guard: ToolGuard, name: str = "call_tool") -> ToolNode:
+    """A ``ToolNode`` for the guard's tools with the guard wrapped around every call."""
+    return ToolNode(
+        guard.registry.tools,
+        name=name,
+        handle_tool_errors=describe_tool_error,
+        wrap_tool_call=guard.wrap,
+        awrap_tool_call=guard.awrap,
+    )

@@ -1,23 +1,16 @@
-"""The generate node's building blocks: call the model, count the call, never crash.
-
-``guard`` wraps any node logic so that a failure the retry policy will retry escapes to
-LangGraph (which retries the node with backoff), while any other failure, or the last
-failed attempt, ends the run with ``status="error"`` and an ``error`` naming the cause.
-"""
+"""The generate node's building blocks: the system message and one counted model call."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable
 
-from loopgraphs.nodes.errors import describe_error, should_reraise
 from loopgraphs.nodes.parse import content_text
-from loopgraphs.nodes.runner import Logic, LogicFactory, ModelCall
+from loopgraphs.nodes.runner import ModelCall
+from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import counted
 
 
@@ -31,32 +24,27 @@ def call_model(
     return reply, counted(reply)
 
 
-def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
-    """The most useful text already in a transcript: the last assistant text, else the
-    last tool result, else an empty string."""
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            text = content_text(message.content).strip()
-            if text:
-                return text
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            return content_text(message.content).strip()
-    return ""
+def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessage | None:
+    """The caller's ``system_prompt`` (string, message or callable of the state) as a
+    message, or None when there is none."""
+    user: Any = settings.system_prompt
+    if callable(user) and not isinstance(user, SystemMessage):
+        user = user(state)
+    if user is None or user == "":
+        return None
+    if not isinstance(user, (str, SystemMessage)):
+        raise TypeError(
+            f"system_prompt returned {type(user).__name__}; expected a string or SystemMessage"
+        )
+    return user if isinstance(user, SystemMessage) else SystemMessage(user)
 
 
-def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
-    """Turn exceptions escaping ``logic`` into an error end state, except retried ones."""
-
-    def guarded(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        try:
-            return (yield from logic(state, config, runtime))
-        except Exception as exc:
-            info = getattr(runtime, "execution_info", None)
-            attempt = getattr(info, "node_attempt", 1) or 1
-            if should_reraise(exc, attempt, policy):
-                raise
-            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
-            return {"status": "error", "error": describe_error(exc), "answer": answer}
-
-    return guarded
+def system_message(settings: LoopSettings, state: Mapping[str, Any], text: str) -> SystemMessage:
+    """The caller's ``system_prompt`` followed by a loop's own instructions ``text``, as
+    one system message (stable within a run, for prompt caching)."""
+    user = user_system(settings, state)
+    if user is None:
+        return SystemMessage(text)
+    if isinstance(user.content, list):
+        return SystemMessage([*user.content, {"type": "text", "text": text}])
+    return SystemMessage(f"{user.content}\n\n{text}")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import json_repair
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 
 MAX_PARSE_CHARS = 200_000
 # Broken JSON is repaired only while small and shallow: json_repair is pure Python and far
@@ -253,3 +255,17 @@ def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> st
     """The text after an answer marker, or the whole reply when the marker is absent."""
     found = after_marker(text, pattern)
     return found if found else text.strip()
+
+
+def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
+    """The most useful text already in a transcript: the last assistant text, else the
+    last tool result, else an empty string."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            text = content_text(message.content).strip()
+            if text:
+                return text
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            return content_text(message.content).strip()
+    return ""

@@ -17,9 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config
-from langgraph.runtime import Runtime, get_runtime
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
+
+from loopgraphs.nodes.errors import describe_error, should_reraise
+from loopgraphs.nodes.parse import best_effort_answer
 
 
 @dataclass(frozen=True)
@@ -186,13 +192,51 @@ async def run_async(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
             result, error = None, exc
 
 
-def as_node(name: str, logic: LogicFactory) -> RunnableLambda[Any, Any]:
-    """Wrap generator logic ``logic(state, config, runtime)`` as a graph node runnable."""
+def as_node(
+    name: str, logic: LogicFactory, policy: RetryPolicy | None = None, *, guarded: bool = True
+) -> RunnableCallable:
+    """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
-    def sync_node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return run_sync(logic(state, config, get_runtime()), config)
+    The node has a sync and an async path (LangGraph's own callable, one layer). With
+    ``guarded`` (the default) a failure the retry ``policy`` will retry escapes to
+    LangGraph, which retries the node; any other failure, or the last attempt, ends the
+    run with ``status="error"`` (see ``loopgraphs.nodes.generate.guard``).
+    """
+    run = guard(logic, policy) if guarded else logic
 
-    async def async_node(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return await run_async(logic(state, config, get_runtime()), config)
+    def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        return run_sync(run(state, config, runtime), config)
 
-    return RunnableLambda(sync_node, afunc=async_node, name=name)
+    async def async_node(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
+    ) -> Any:
+        return await run_async(run(state, config, runtime), config)
+
+    return RunnableCallable(sync_node, async_node, name=name, trace=False)
+
+
+def add_step(
+    builder: StateGraph[Any, Any, Any, Any],
+    name: str,
+    logic: LogicFactory,
+    policy: RetryPolicy | None,
+) -> None:
+    """Add generator logic as a guarded node retried by ``policy``."""
+    builder.add_node(name, as_node(name, logic, policy), retry_policy=policy)
+
+
+def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
+    """Turn exceptions escaping ``logic`` into an error end state, except retried ones."""
+
+    def guarded(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        try:
+            return (yield from logic(state, config, runtime))
+        except Exception as exc:
+            info = getattr(runtime, "execution_info", None)
+            attempt = getattr(info, "node_attempt", 1) or 1
+            if should_reraise(exc, attempt, policy):
+                raise
+            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
+            return {"status": "error", "error": describe_error(exc), "answer": answer}
+
+    return guarded

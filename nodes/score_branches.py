@@ -138,8 +138,8 @@ def fit(values: Sequence[int], count: int) -> list[int]:
     return scores + [0] * (count - len(scores))
 
 
-def _prompt(system: str | None, text: str) -> list[BaseMessage]:
-    return [SystemMessage(system), HumanMessage(text)] if system else [HumanMessage(text)]
+def _prompt(system: SystemMessage | None, text: str) -> list[BaseMessage]:
+    return [system, HumanMessage(text)] if system else [HumanMessage(text)]
 
 
 def _raw_text(result: StructuredResult) -> str:
@@ -162,7 +162,7 @@ def score_one(
     path: Sequence[str],
     thought: str,
     *,
-    system: str | None = None,
+    system: SystemMessage | None = None,
     max_calls: int = 1,
 ) -> Generator[ModelCall, Any, tuple[int, dict[str, Any]]]:
     """Rate one proposed step (``thought``) after the steps in ``path``.
@@ -198,7 +198,7 @@ def score_all(
     problem: str,
     candidates: Sequence[Sequence[str]],
     *,
-    system: str | None = None,
+    system: SystemMessage | None = None,
     max_calls: int = 1,
 ) -> Generator[ModelCall, Any, tuple[list[int], dict[str, Any]]]:
     """Rate every candidate of a level in one call.
@@ -242,7 +242,7 @@ def score_each(
     problem: str,
     candidates: Sequence[Sequence[str]],
     *,
-    system: str | None = None,
+    system: SystemMessage | None = None,
 ) -> Generator[ModelBatch, Any, tuple[list[int], dict[str, Any]]]:
     """Rate every candidate with its own ``score_one`` call, all calls running concurrently.
 

@@ -1,28 +1,101 @@
-"""Validated loop settings, fixed by a factory and adjusted per run by the context."""
+"""Loop options declared once, validated once, and adjusted per run by the context.
+
+Every factory takes ``model`` (and ``tools``) positionally, its own budget keywords, and
+the shared keywords of ``LoopOptions`` (``ToolLoopOptions`` for loops that call tools)
+through ``**options: Unpack[...]``, so editors and type checkers see every keyword while
+the checks live here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
+from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from loopgraphs.models import load_model
 from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
 from loopgraphs.nodes.errors import default_retry_policy
+from loopgraphs.nodes.review import ReviewPolicy, review_policy
 from loopgraphs.state import TOOL_MODES
 from loopgraphs.toolkits.registry import ToolRegistry, get_tools
 
 ToolsArg = Sequence[BaseTool | Callable[..., Any]] | None
+SystemPrompt = str | SystemMessage | Callable[[Mapping[str, Any]], str | SystemMessage]
+ToolChoice = Literal["auto", "required"] | str
+
+
+class LoopOptions(TypedDict, total=False):
+    """Keywords every factory accepts.
+
+    Attributes:
+        checkpointer: Passed to ``compile()``: threads, resume and interrupts.
+        store: Passed to ``compile()``: long-term memory, ``InjectedStore`` in tools.
+        name: Name of the compiled graph (default: the loop's name).
+        state_schema: A TypedDict with extra keys; they flow in and out of the graph.
+        context_schema: The run context's type (``graph.invoke(..., context=...)``);
+            loopgraphs' own context fields (``LoopContext``) keep working when present.
+        response_format: A pydantic model, TypedDict or JSON schema: the final answer is
+            also returned as ``structured_response`` (one extra structured call).
+        system_prompt: A string, a ``SystemMessage``, or a callable of the state returning
+            either; placed before the loop's own instructions.
+        retry_policy: LangGraph retry policy for model calls; the default retries
+            transient provider failures (429, 5xx, dropped connections) 3 times.
+    """
+
+    checkpointer: BaseCheckpointSaver[Any] | bool | None
+    store: BaseStore | None
+    name: str | None
+    state_schema: type[Any] | None
+    context_schema: type[Any] | None
+    response_format: type[Any] | dict[str, Any] | None
+    system_prompt: SystemPrompt | None
+    retry_policy: RetryPolicy | None
+
+
+class ToolLoopOptions(LoopOptions, total=False):
+    """Keywords of the loops that call tools, besides ``LoopOptions``.
+
+    Attributes:
+        tool_mode: ``auto`` (from the model's profile, falling back when tools are
+            rejected), ``native`` (function calling), ``json`` (JSON actions,
+            schema-constrained where the provider supports it) or ``text``.
+        tool_choice: ``"auto"``; ``"required"`` to make the model call a tool before
+            it may answer; or a tool name to require that tool first.
+        max_tool_calls: Tool calls allowed per run; later calls are answered with an
+            observation saying so and never run. None: no limit.
+        loop_break: Answer a call identical to an earlier successful one of the run from
+            history instead of running it again (failed calls always run again).
+        tool_timeout: Seconds a tool call may take before it becomes an error observation.
+        max_tool_output_chars: Tool output longer than this is truncated.
+        interrupt_before_tools: Pause for human approval before tool calls: True (every
+            tool), a list of tool names, or ``{name: True | False | {"allowed_decisions":
+            [...], "description": ...}}`` in langchain's human-in-the-loop format.
+    """
+
+    tool_mode: Literal["auto", "native", "json", "text"]
+    tool_choice: ToolChoice | None
+    max_tool_calls: int | None
+    loop_break: bool
+    tool_timeout: float | None
+    max_tool_output_chars: int
+    interrupt_before_tools: bool | Sequence[str] | Mapping[str, Any]
+
+
+LOOP_OPTION_NAMES = frozenset(LoopOptions.__annotations__)
+TOOL_OPTION_NAMES = LOOP_OPTION_NAMES | frozenset(ToolLoopOptions.__annotations__)
+COMPILE_OPTION_NAMES = frozenset({"checkpointer", "store", "name"})
 
 
 @dataclass(frozen=True)
@@ -33,14 +106,18 @@ class LoopSettings:
     """
 
     model: BaseChatModel | None
-    tools: ToolRegistry
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
     tool_mode: str = "auto"
     max_iterations: int = 10
     max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT
     retry_policy: RetryPolicy | None = field(default_factory=default_retry_policy)
-    interrupt_before_tools: bool | frozenset[str] = False
-    system_prompt: str | None = None
+    review: ReviewPolicy = field(default_factory=dict)
+    system_prompt: SystemPrompt | None = None
+    tool_choice: str | None = None
+    max_tool_calls: int | None = None
+    loop_break: bool = True
+    response_format: Any = None
 
     @property
     def chat_model(self) -> BaseChatModel:
@@ -48,15 +125,9 @@ class LoopSettings:
         return self.model if self.model is not None else _cached_model("local")
 
     def for_run(self, runtime: Runtime[Any] | None) -> LoopSettings:
-        """Apply the run's context (``LoopContext``) on top of the factory settings."""
-        context = getattr(runtime, "context", None)
-        if context is None:
-            return self
-        if isinstance(context, dict):
-            values = context
-        elif dataclasses.is_dataclass(context):
-            values = dataclasses.asdict(context)  # type: ignore[arg-type]
-        else:
+        """Apply the run's context (``LoopContext`` fields) on top of the factory settings."""
+        values = context_values(getattr(runtime, "context", None))
+        if not values:
             return self
         changes: dict[str, Any] = {}
         if values.get("model"):
@@ -71,9 +142,20 @@ class LoopSettings:
 
     def needs_review(self, tool_name: str) -> bool:
         """Whether a call of ``tool_name`` pauses for human approval."""
-        if isinstance(self.interrupt_before_tools, frozenset):
-            return tool_name in self.interrupt_before_tools
-        return bool(self.interrupt_before_tools)
+        return tool_name in self.review or "*" in self.review
+
+
+def context_values(context: Any) -> Mapping[str, Any]:
+    """The run context as a mapping, whatever its type (dict, dataclass, pydantic)."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return context
+    if dataclasses.is_dataclass(context) and not isinstance(context, type):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
+    if isinstance(context, BaseModel):
+        return dict(context)
+    return {}
 
 
 @lru_cache(maxsize=16)
@@ -102,6 +184,13 @@ def check_positive(name: str, value: Any, *, minimum: int = 1) -> int:
     return value
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """Validate a boolean option such as ``synthesize_answer``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
 def check_model(model: Any) -> BaseChatModel | None:
     """Accept a chat model, a model spec string, or None (resolved per run)."""
     if model is None or isinstance(model, BaseChatModel):
@@ -110,87 +199,100 @@ def check_model(model: Any) -> BaseChatModel | None:
         return load_model(model)
     raise TypeError(
         "model must be a LangChain BaseChatModel or a model spec string such as "
-        f"'local' or 'openai:gpt-4o-mini'; got {type(model).__name__}"
+        f"'local', 'openai:gpt-4o-mini' or 'anthropic:claude-sonnet-4-5'; "
+        f"got {type(model).__name__}"
     )
+
+
+def _check_system_prompt(value: Any) -> SystemPrompt | None:
+    if value is None or isinstance(value, (str, SystemMessage)) or callable(value):
+        return value  # type: ignore[no-any-return]
+    raise TypeError(
+        "system_prompt must be a string, a SystemMessage or a callable of the state; "
+        f"got {type(value).__name__}"
+    )
+
+
+def _check_tool_choice(value: Any, registry: ToolRegistry) -> str | None:
+    if value is None or value in ("auto", "required"):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, str) and value in registry:
+        return value
+    raise ValueError(
+        f"tool_choice must be 'auto', 'required' or a tool name {registry.names}; got {value!r}"
+    )
+
+
+def _check_schema(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, (type, dict)):
+        return value
+    raise TypeError(f"{name} must be a class (TypedDict, dataclass, pydantic model); got {value!r}")
+
+
+def _check_timeout(value: Any) -> float | None:
+    if value is None or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    ):
+        return value  # type: ignore[no-any-return]
+    raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {value!r}")
 
 
 def make_settings(
+    loop: str,
     model: Any,
     tools: ToolsArg,
+    options: Mapping[str, Any],
     *,
-    tool_mode: str = "auto",
+    takes_tools: bool = True,
     max_iterations: int = 10,
-    max_tool_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    retry_policy: RetryPolicy | None = None,
-    interrupt_before_tools: bool | Sequence[str] = False,
-    system_prompt: str | None = None,
 ) -> LoopSettings:
-    """Validate factory arguments into ``LoopSettings``; errors name the argument."""
+    """Validate a factory's arguments into ``LoopSettings``; errors name the argument.
+
+    Args:
+        loop: The factory's loop name, for error messages.
+        model: A chat model, a model spec string, or None.
+        tools: Tools or typed callables (tool-using loops only).
+        options: The factory's ``**options``.
+        takes_tools: Whether the loop accepts the tool keywords.
+        max_iterations: The loop's budget of model calls in its main cycle.
+
+    Raises:
+        TypeError, ValueError: an argument is unknown, of the wrong type or out of range.
+    """
+    known = TOOL_OPTION_NAMES if takes_tools else LOOP_OPTION_NAMES
+    unknown = sorted(set(options) - known)
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise TypeError(
+            f"unexpected keyword argument {names} for {loop}; accepted: {', '.join(sorted(known))}"
+        )
     if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
     registry = ToolRegistry(list(tools or ()))
-    check_positive("max_tool_output_chars", max_tool_output_chars, minimum=100)
-    if tool_timeout is not None and (
-        not isinstance(tool_timeout, (int, float)) or tool_timeout <= 0
-    ):
-        raise ValueError(
-            f"tool_timeout must be a positive number of seconds or None; got {tool_timeout!r}"
-        )
-    if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+    policy = options.get("retry_policy")
+    if policy is not None and not isinstance(policy, RetryPolicy):
         raise TypeError(
-            f"retry_policy must be a langgraph RetryPolicy; got {type(retry_policy).__name__}"
+            f"retry_policy must be a langgraph RetryPolicy; got {type(policy).__name__}"
         )
-    if isinstance(interrupt_before_tools, bool):
-        review: bool | frozenset[str] = interrupt_before_tools
-    elif isinstance(interrupt_before_tools, Sequence) and not isinstance(
-        interrupt_before_tools, str
-    ):
-        unknown = sorted(set(interrupt_before_tools) - set(registry.names))
-        if unknown:
-            raise ValueError(
-                f"interrupt_before_tools names unknown tools {unknown}; tools are {registry.names}"
-            )
-        review = frozenset(interrupt_before_tools)
-    else:
-        raise TypeError("interrupt_before_tools must be a bool or a list of tool names")
-    if system_prompt is not None and not isinstance(system_prompt, str):
-        raise TypeError(f"system_prompt must be a string; got {type(system_prompt).__name__}")
+    max_calls = options.get("max_tool_calls")
+    for key in ("state_schema", "context_schema"):
+        _check_schema(key, options.get(key))
     return LoopSettings(
         model=check_model(model),
         tools=registry,
-        tool_mode=check_tool_mode(tool_mode),
+        tool_mode=check_tool_mode(options.get("tool_mode", "auto")),
         max_iterations=check_positive("max_iterations", max_iterations),
-        max_tool_output_chars=max_tool_output_chars,
-        tool_timeout=tool_timeout,
-        retry_policy=retry_policy if retry_policy is not None else default_retry_policy(),
-        interrupt_before_tools=review,
-        system_prompt=system_prompt,
+        max_tool_output_chars=check_positive(
+            "max_tool_output_chars",
+            options.get("max_tool_output_chars", DEFAULT_MAX_OUTPUT_CHARS),
+            minimum=100,
+        ),
+        tool_timeout=_check_timeout(options.get("tool_timeout", DEFAULT_TOOL_TIMEOUT)),
+        retry_policy=policy if policy is not None else default_retry_policy(),
+        review=review_policy(options.get("interrupt_before_tools", False), registry.names),
+        system_prompt=_check_system_prompt(options.get("system_prompt")),
+        tool_choice=_check_tool_choice(options.get("tool_choice"), registry),
+        max_tool_calls=None if max_calls is None else check_positive("max_tool_calls", max_calls),
+        loop_break=check_flag("loop_break", options.get("loop_break", True)),
+        response_format=options.get("response_format"),
     )
-
-
-def compile_loop(
-    builder: StateGraph[Any, Any, Any, Any],
-    *,
-    checkpointer: Any,
-    name: str | None,
-    default_name: str,
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Compile a loop's graph after checking the arguments every factory forwards."""
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a string or None; got {type(name).__name__}")
-    if checkpointer not in (None, True, False) and not isinstance(
-        checkpointer, BaseCheckpointSaver
-    ):
-        raise TypeError(
-            "checkpointer must be a LangGraph checkpointer (e.g. InMemorySaver, SqliteSaver, "
-            f"PostgresSaver) or None; got {type(checkpointer).__name__}"
-        )
-    return builder.compile(checkpointer=checkpointer, name=name or default_name)
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """Validate a boolean option such as ``synthesize_answer``."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-    return value

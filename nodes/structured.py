@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.errors import is_permanent_rejection
@@ -66,23 +66,51 @@ def available_levels(model: BaseChatModel) -> list[Level]:
     return levels
 
 
-def _validate(schema: type[T], data: Any) -> T | None:
-    if isinstance(data, schema):
-        return data
+def _validate(schema: Any, data: Any) -> Any:
+    """``data`` checked against ``schema``: a pydantic instance, a dict (TypedDict or
+    JSON schema), or None when it does not fit."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        if isinstance(data, schema):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump()
     if isinstance(data, BaseModel):
         data = data.model_dump()
     if not isinstance(data, dict):
         return None
+    if isinstance(schema, dict):
+        body = schema.get("schema", schema)
+        missing = [key for key in body.get("required", []) if key not in data]
+        return None if missing else data
     try:
-        return schema.model_validate(data)
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_validate(data)
+        return TypeAdapter(schema).validate_python(data)
     except ValidationError:
         return None
+
+
+def schema_name(schema: Any) -> str:
+    """The name a schema goes by in tool calls and prompts."""
+    if isinstance(schema, dict):
+        return str(schema.get("title") or schema.get("name") or "response")
+    return str(getattr(schema, "__name__", "response"))
+
+
+def json_schema_of(schema: Any) -> dict[str, Any]:
+    """The JSON schema of a pydantic model, TypedDict/dataclass, or a JSON schema dict."""
+    if isinstance(schema, dict):
+        body = schema.get("schema", schema)
+        return {"title": schema_name(schema), **body}
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    return {"title": schema_name(schema), **TypeAdapter(schema).json_schema()}
 
 
 def structured_call(
     model: BaseChatModel,
     messages: list[BaseMessage],
-    schema: type[T],
+    schema: Any,
     *,
     levels: list[Level] | None = None,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
@@ -93,7 +121,8 @@ def structured_call(
     Args:
         model: Any chat model.
         messages: The prompt.
-        schema: A pydantic model; its docstring and field descriptions guide the model.
+        schema: A pydantic model (its docstring and field descriptions guide the model),
+            a TypedDict or dataclass, or a JSON schema dict.
         levels: Levels to try, in order; default from the model's profile.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
         max_calls: Hard cap on model calls across all levels.
@@ -150,15 +179,16 @@ def _reply_text(reply: AIMessage) -> str:
     return "\n".join([content_text(reply.content), *args])
 
 
-def _schema_text(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), ensure_ascii=False)
+def _schema_text(schema: Any) -> str:
+    return json.dumps(json_schema_of(schema), ensure_ascii=False)
 
 
-def _runnable(model: BaseChatModel, schema: type[BaseModel], level: Level) -> Any:
+def _runnable(model: BaseChatModel, schema: Any, level: Level) -> Any:
+    target = json_schema_of(schema) if isinstance(schema, dict) else schema
     if level == "native":
-        return model.bind_tools([schema], tool_choice=schema.__name__)
+        return model.bind_tools([target], tool_choice=schema_name(schema))
     if level == "json":
-        return model.with_structured_output(schema, method="json_schema", include_raw=True)
+        return model.with_structured_output(target, method="json_schema", include_raw=True)
     return model
 
 

@@ -46,7 +46,12 @@ def test_interrupt_payload_and_approve(mode):
     assert request["name"] == "send_email"
     assert request["args"] == {"to": "ann@example.org", "body": "hi"}
     assert "send_email" in request["description"]
-    assert payload["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert payload["review_configs"][0]["allowed_decisions"] == [
+        "approve",
+        "edit",
+        "reject",
+        "respond",
+    ]
     assert log == []
     out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert log == [{"to": "ann@example.org", "body": "hi"}]

@@ -98,6 +98,14 @@ def fetch_tool(payload: str):
     return fetch
 
 
+def fence_of(out: dict) -> str:
+    """The run's fence id, read from its first tool result (the id stays internal)."""
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    match = re.search(r"<<tool_output ([0-9a-f]+)>>", content_text(results[0].content))
+    assert match, "tool output is not fenced"
+    return match.group(1)
+
+
 def observation_text(mode: str, model) -> str:
     message = model.prompts[1][-1]
     if mode == "native":
@@ -120,7 +128,7 @@ def test_injections_stay_fenced_in_react_runs(mode: str) -> None:
         )
         out = graph.invoke({"messages": [("user", "Summarise https://example.test")]})
         assert out["status"] == "completed" and out["answer"] == "done"
-        fence = out["fence"]
+        fence = fence_of(out)
         inside = assert_fence_holds(observation_text(mode, model), fence)
         assert payload in inside  # the payload (with a guessed id) is shown as data
         fences.append(fence)
@@ -132,9 +140,9 @@ def test_two_runs_of_one_graph_use_different_ids() -> None:
     graph = create_react_graph(model, [fetch_tool("data")], tool_mode="native")
     first = graph.invoke({"messages": [("user", "one")]})
     second = graph.invoke({"messages": [("user", "two")]})
-    assert first["fence"] != second["fence"]
-    assert first["fence"] in content_text(model.prompts[1][-1].content)
-    assert second["fence"] in content_text(model.prompts[3][-1].content)
+    assert fence_of(first) != fence_of(second)
+    assert fence_of(first) in content_text(model.prompts[1][-1].content)
+    assert fence_of(second) in content_text(model.prompts[3][-1].content)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -148,7 +156,7 @@ def test_observations_are_truncated_with_a_note(mode: str) -> None:
         retry_policy=FAST_RETRY,
     )
     out = graph.invoke({"messages": [("user", "q")]})
-    inside = assert_fence_holds(observation_text(mode, model), out["fence"])
+    inside = assert_fence_holds(observation_text(mode, model), fence_of(out))
     full = len("Page big:\n") + 5000
     assert inside.endswith(f"[... truncated {full - 200} of {full} characters]")
     assert len(inside) < 300

@@ -304,7 +304,7 @@ def test_tool_selection_above_twelve_tools():
     selection = calls(tool_call("ToolSelection", {"tools": ["tool_3", "tool_7"]}))
     model, graph = build("native", [selection, final("native", "done")], tools=numbered_tools(15))
     out = graph.invoke({"messages": [("user", "use tool 3")]})
-    assert out["selected_tools"] == ["tool_3", "tool_7"]
+    assert "selected_tools" not in out
     assert model.tool_sets[-1] == ["tool_3", "tool_7"]
     assert out["llm_calls"] == 2
 
@@ -356,4 +356,4 @@ def test_streaming_updates_show_each_step():
         next(iter(chunk))
         for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")
     ]
-    assert nodes == ["prepare", "generate", "parse", "call_tool", "generate", "parse"]
+    assert nodes == ["prepare", "generate", "call_tool", "generate"]

@@ -365,15 +365,15 @@ async def test_invoke_and_ainvoke_give_the_same_result():
     assert out["best_path"][0] == "t01"
 
 
-def test_tools_are_accepted_and_never_offered():
+def test_tools_are_refused_with_a_clear_error():
     def multiply(a: int, b: int) -> int:
         """Multiply two integers."""
         return a * b
 
-    model = scripted(brain())
-    out = run(model, max_depth=1, tools=[multiply])
-    assert out["status"] == "completed" and out["tool_mode"] == "none"
-    assert all("multiply" not in names for names in model.tool_sets)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tools' for tot"):
+        create_tot_graph(scripted(brain()), tools=[multiply])
+    with pytest.raises(TypeError):
+        create_tot_graph(scripted(brain()), [multiply])  # type: ignore[misc]
 
 
 def test_problem_and_system_prompt_reach_every_call():

@@ -181,6 +181,14 @@ class ToolRegistry:
             for tool in self._tools.values()
         ]
 
+    def parameters(self, name: str) -> dict[str, Any]:
+        """The JSON schema of a tool's model-visible arguments (injected ones left out).
+
+        Raises:
+            KeyError: If there is no such tool.
+        """
+        return _parameters_schema(self._require(name))
+
     def validate(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Validate arguments proposed for a tool before running it.
 

@@ -1,0 +1,162 @@
+"""Assemble and compile a loop's graph: schemas, extension points, routers, compile options.
+
+``new_graph`` makes a loop's ``StateGraph`` from its state and output schemas, merged with
+the caller's ``state_schema`` (extra keys flow in and out) and ``context_schema``.
+``compile_loop`` adds the structured response when ``response_format`` is set and
+forwards ``checkpointer``, ``store`` and ``name`` to ``compile()``. ``route`` adds a
+conditional edge whose router first ends the run on an error.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+from typing_extensions import TypedDict
+
+from loopgraphs import prompts
+from loopgraphs.context import LoopContext
+from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.structured import structured_call
+from loopgraphs.state import InputState
+
+Router = Callable[..., str]
+
+
+def _fields(schema: type[Any] | None) -> dict[str, Any]:
+    if schema is None:
+        return {}
+    return typing.get_type_hints(schema, include_extras=True)
+
+
+def merged(name: str, base: type[Any], extra: type[Any] | None) -> type[Any]:
+    """A TypedDict with the fields of ``base`` and the caller's extra fields (the loop's own
+    fields win on equal names, so its reducers stay in force)."""
+    if extra is None:
+        return base
+    fields = {**_fields(extra), **_fields(base)}
+    return TypedDict(name, fields, total=False)  # type: ignore[operator]
+
+
+def new_graph(
+    state: type[Any], output: type[Any], options: Mapping[str, Any]
+) -> StateGraph[Any, Any, Any, Any]:
+    """The loop's ``StateGraph`` with the caller's state and context schemas applied."""
+    extra = options.get("state_schema")
+    return StateGraph(
+        merged(state.__name__, state, extra),
+        context_schema=options.get("context_schema") or LoopContext,
+        input_schema=merged("Input", InputState, extra),
+        output_schema=merged(output.__name__, output, extra),
+    )
+
+
+def route(
+    builder: StateGraph[Any, Any, Any, Any],
+    source: str,
+    router: Router,
+    targets: Sequence[str],
+) -> None:
+    """Add a conditional edge from ``source``: the run ends when its status is "error",
+    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node."""
+    takes_runtime = router.__code__.co_argcount > 1
+
+    def guarded(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+        if state.get("status") == "error":
+            return END
+        return router(state, runtime) if takes_runtime else router(state)
+
+    guarded.__name__ = router.__name__
+    builder.add_conditional_edges(source, guarded, list(dict.fromkeys([*targets, END])))
+
+
+def steps_left(state: Mapping[str, Any], needed: int) -> bool:
+    """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
+    return int(state.get("remaining_steps", needed + 1)) > needed
+
+
+def _check_compile(options: Mapping[str, Any]) -> None:
+    name = options.get("name")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string or None; got {type(name).__name__}")
+    checkpointer = options.get("checkpointer")
+    if checkpointer not in (None, True, False) and not isinstance(
+        checkpointer, BaseCheckpointSaver
+    ):
+        raise TypeError(
+            "checkpointer must be a LangGraph checkpointer (e.g. InMemorySaver, SqliteSaver, "
+            f"PostgresSaver) or None; got {type(checkpointer).__name__}"
+        )
+    store = options.get("store")
+    if store is not None and not isinstance(store, BaseStore):
+        raise TypeError(
+            f"store must be a LangGraph BaseStore (e.g. InMemoryStore); got {type(store).__name__}"
+        )
+
+
+def compile_loop(
+    builder: StateGraph[Any, Any, Any, Any],
+    settings: LoopSettings,
+    options: Mapping[str, Any],
+    *,
+    default_name: str,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile a loop after checking the options every factory forwards to ``compile()``.
+
+    With ``response_format`` the loop runs as a subgraph followed by one structured call
+    that writes ``structured_response``.
+    """
+    _check_compile(options)
+    name = options.get("name") or default_name
+    if settings.response_format is not None:
+        builder = _with_structured_response(builder, settings, name)
+    return builder.compile(
+        checkpointer=options.get("checkpointer"), store=options.get("store"), name=name
+    )
+
+
+def _with_structured_response(
+    loop: StateGraph[Any, Any, Any, Any], settings: LoopSettings, name: str
+) -> StateGraph[Any, Any, Any, Any]:
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(
+        loop.state_schema,
+        context_schema=loop.context_schema,
+        input_schema=loop.input_schema,
+        output_schema=loop.output_schema,
+    )
+    outer.add_node(name, loop.compile(name=name))
+
+    def respond(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        run = settings.for_run(runtime)
+        question = next(
+            (
+                content_text(m.content)
+                for m in reversed(state.get("messages", []))
+                if isinstance(m, HumanMessage)
+            ),
+            "",
+        )
+        prompt = [
+            SystemMessage(prompts.RESPOND_SYSTEM),
+            HumanMessage(prompts.RESPOND_USER.format(question=question, answer=state["answer"])),
+        ]
+        result = yield from structured_call(
+            run.chat_model, prompt, settings.response_format, max_calls=3
+        )
+        return {**result.state_update(), "structured_response": result.value}
+
+    add_step(outer, "respond", respond, settings.retry_policy)
+    outer.add_edge(START, name)
+    route(outer, name, lambda state: "respond" if state.get("answer") else END, ["respond"])
+    outer.add_edge("respond", END)
+    return outer

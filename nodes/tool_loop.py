@@ -1,0 +1,456 @@
+"""The tool loop every tool-using loop shares: mode, model turn, parsing, review, tools.
+
+A run's tool mode is resolved once (``resolve_mode``). Each model turn
+(``model_turn``) calls the model the mode's way and falls back in ``auto`` mode when
+the provider rejects tools (native → json) or JSON schemas (json → text). In json and
+text modes the parsed action is attached to the model's reply as an ordinary tool call
+(``read_reply``), so the same ``ToolNode`` path runs it in every mode and the transcript
+always holds ``AIMessage.tool_calls`` and ``ToolMessage``s; ``model_view`` renders that
+transcript back into the mode's text form (observations as user messages) for the model.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolCall,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from loopgraphs import prompts
+from loopgraphs.models import capabilities
+from loopgraphs.nodes.call_tool import ToolGuard, make_tool_node, run_calls, unfence
+from loopgraphs.nodes.errors import is_permanent_rejection
+from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.parse import (
+    Step,
+    content_text,
+    final_answer_of,
+    parse_json_text,
+    parse_react_text,
+)
+from loopgraphs.nodes.review import ask_reviewer, flagged_calls
+from loopgraphs.nodes.runner import Call, ModelCall
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.state import counted
+from loopgraphs.toolkits.registry import ToolRegistry
+
+Instructions = Callable[[ToolRegistry, str], str]
+
+
+def resolve_mode(settings: LoopSettings) -> str:
+    """The tool mode a run starts in; ``auto`` reads the model's profile."""
+    if not settings.tools:
+        return "none"
+    if settings.tool_mode != "auto":
+        return settings.tool_mode
+    caps = capabilities(settings.chat_model)
+    if caps.tool_calling is False:
+        return "json" if caps.structured_output is not False else "text"
+    return "native"
+
+
+def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegistry:
+    """The tools of this run, narrowed by tool selection when it ran."""
+    selected = state.get("selected_tools")
+    return settings.tools.subset(selected) if selected else settings.tools
+
+
+def react_instructions(registry: ToolRegistry, mode: str) -> str:
+    """The ReAct loop's own system instructions for one mode (stable, for prompt caching)."""
+    if mode == "none" or not registry:
+        return prompts.CHAT_SYSTEM
+    if mode == "native":
+        return prompts.REACT_NATIVE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
+    template = prompts.REACT_JSON_SYSTEM if mode == "json" else prompts.REACT_TEXT_SYSTEM
+    return template.format(tools=registry.describe(), fence_note=prompts.FENCE_NOTE)
+
+
+def action_schema(registry: ToolRegistry, *, require: str | None = None) -> dict[str, Any]:
+    """JSON schema of one step: one alternative per tool, linking ``action`` to that tool's
+    arguments, plus the final answer unless a tool call is required. Constrained decoding
+    against it lets even a very small model produce only valid actions."""
+
+    def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "thought": {"type": "string"},
+                "action": {"const": action},
+                "action_input": action_input,
+            },
+            "required": ["thought", "action", "action_input"],
+            "additionalProperties": False,
+        }
+
+    schemas = registry.schemas()
+    if require and require != "required":
+        schemas = [s for s in schemas if s["name"] == require]
+    alternatives = [step(s["name"], s["parameters"]) for s in schemas]
+    if not require:
+        alternatives.append(step("final_answer", {"type": "string"}))
+    return {
+        "name": "react_step",
+        "description": "One step: call a tool, or give the final answer.",
+        "schema": {"anyOf": alternatives},
+    }
+
+
+def required_tool(settings: LoopSettings, state: Mapping[str, Any]) -> str | None:
+    """``"required"`` or a tool name while the run must still call a tool, else None."""
+    choice = settings.tool_choice
+    if choice in (None, "auto") or not settings.tools:
+        return None
+    made = next(run_calls(state.get("messages") or [], state.get("transcript_start") or 0), None)
+    return None if made is not None else choice
+
+
+def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
+    """The transcript as a json- or text-mode model reads it: tool calls as the model's own
+    text, tool results as one ``Observation:`` user message per step. Native mode and
+    plain chat read the transcript as it is."""
+    if mode not in ("json", "text"):
+        return list(messages)
+    view: list[BaseMessage] = []
+    results: list[str] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            results.append(content_text(message.content))
+            continue
+        if results:
+            view.append(HumanMessage(prompts.OBSERVATION.format(content="\n\n".join(results))))
+            results = []
+        if isinstance(message, AIMessage) and message.tool_calls:
+            text = content_text(message.content) or _action_text(message.tool_calls, mode)
+            view.append(AIMessage(content=text))
+        else:
+            view.append(message)
+    if results:
+        view.append(HumanMessage(prompts.OBSERVATION.format(content="\n\n".join(results))))
+    return view
+
+
+def _action_text(calls: Sequence[ToolCall], mode: str) -> str:
+    if mode == "json":
+        return "\n".join(
+            json.dumps({"action": c["name"], "action_input": c["args"]}, ensure_ascii=False)
+            for c in calls
+        )
+    return "\n".join(
+        f"Action: {c['name']}\nAction Input: {json.dumps(c['args'], ensure_ascii=False)}"
+        for c in calls
+    )
+
+
+def _rejected(exc: BaseException) -> bool:
+    return isinstance(exc, NotImplementedError) or is_permanent_rejection(exc)
+
+
+def _json_reply(output: Any) -> AIMessage:
+    raw = output.get("raw") if isinstance(output, dict) else output
+    parsed = output.get("parsed") if isinstance(output, dict) else None
+    reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
+    if not content_text(reply.content).strip() and parsed is not None:
+        data = parsed.model_dump() if isinstance(parsed, BaseModel) else parsed
+        reply = reply.model_copy(update={"content": json.dumps(data, ensure_ascii=False)})
+    return reply
+
+
+def model_turn(
+    settings: LoopSettings,
+    state: Mapping[str, Any],
+    history: Sequence[AnyMessage],
+    instructions: Instructions = react_instructions,
+    *,
+    require: str | None = None,
+) -> Generator[Any, Any, dict[str, Any]]:
+    """One model call in the run's tool mode, with ``auto`` mode's fallbacks.
+
+    Returns the state update: the reply (as sent), ``llm_calls``, ``usage``, ``tool_mode``.
+    """
+    model = settings.chat_model
+    registry = run_registry(settings, state)
+    mode = state.get("tool_mode") or resolve_mode(settings)
+    auto = settings.tool_mode == "auto"
+
+    def prompt(mode: str) -> list[BaseMessage]:
+        system = system_message(settings, state, instructions(registry, mode))
+        return [system, *model_view(history, mode)]
+
+    if mode == "native":
+        try:
+            choice = {"tool_choice": require} if require else {}
+            bound = model.bind_tools(registry.tools, **choice)
+            reply, update = yield from call_model(bound, prompt(mode))
+            return {**update, "messages": [reply], "tool_mode": mode}
+        except Exception as exc:
+            if not (auto and _rejected(exc)):
+                raise
+            mode = "json"
+    if mode == "json" and capabilities(model).structured_output is not False:
+        try:
+            structured = model.with_structured_output(
+                action_schema(registry, require=require), method="json_schema", include_raw=True
+            )
+            output = yield ModelCall(structured, prompt(mode))
+        except Exception as exc:
+            if not _rejected(exc):
+                raise
+        else:
+            reply = _json_reply(output)
+            return {**counted(reply), "messages": [reply], "tool_mode": mode}
+    reply, update = yield from call_model(model, prompt(mode))
+    return {**update, "messages": [reply], "tool_mode": mode}
+
+
+def interpret(mode: str, reply: AIMessage) -> Step:
+    """Read one reply in the run's tool mode; the other grammar is tried as a fallback."""
+    text = content_text(reply.content)
+    if mode == "native":
+        if reply.tool_calls:
+            return Step("action")
+        return Step("final", answer=final_answer_of(text))
+    primary, secondary = (
+        (parse_json_text, parse_react_text)
+        if mode == "json"
+        else (parse_react_text, parse_json_text)
+    )
+    step = primary(text)
+    return step if step.kind != "none" else secondary(text)
+
+
+def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -> dict[str, Any]:
+    """Keyword arguments from a parsed action input: a bare string becomes the value of
+    the tool's only (or only required) parameter, or is decoded as a JSON object."""
+    if isinstance(args, dict):
+        return args
+    tool = registry.get(name)
+    schema = registry.parameters(name) if tool is not None else {}
+    fields = list(schema.get("properties", {}))
+    if tool is not None and not fields:
+        return {}
+    if len(fields) == 1:
+        return {fields[0]: args}
+    try:
+        decoded = json.loads(args)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    required = schema.get("required", [])
+    if len(required) == 1:
+        return {required[0]: args}
+    return {"input": args}
+
+
+def with_action(reply: AIMessage, step: Step, registry: ToolRegistry) -> AIMessage:
+    """The model's text reply with its parsed action attached as a tool call."""
+    call = ToolCall(
+        name=step.action,
+        args=coerce_args(registry, step.action, step.action_input),
+        id=f"call_{uuid.uuid4().hex[:16]}",
+    )
+    return reply.model_copy(update={"tool_calls": [call]})
+
+
+def without_tool_calls(message: AIMessage) -> AIMessage:
+    """A reply with its tool calls removed (a final answer must not leave calls open)."""
+    if not message.tool_calls and "tool_calls" not in message.additional_kwargs:
+        return message
+    extra = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
+    return message.model_copy(
+        update={"tool_calls": [], "invalid_tool_calls": [], "additional_kwargs": extra}
+    )
+
+
+Outcome = Literal["tools", "final", "retry", "give_up"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one model reply means for the loop."""
+
+    outcome: Outcome
+    message: AIMessage
+    answer: str = ""
+
+
+def read_reply(
+    mode: str, reply: AIMessage, registry: ToolRegistry, *, require: str | None = None
+) -> Reading:
+    """Classify a reply: tool calls to run, a final answer, or an unreadable reply."""
+    if mode == "none":
+        return Reading("final", reply, content_text(reply.content).strip())
+    step = interpret(mode, reply)
+    if mode == "native" and reply.tool_calls:
+        return Reading("tools", reply)
+    if step.kind == "action" and mode != "native":
+        return Reading("tools", with_action(reply, step, registry))
+    if step.kind == "final" and not (require and mode != "native"):
+        return Reading("final", without_tool_calls(reply), step.answer)
+    return Reading("retry", reply, content_text(reply.content).strip())
+
+
+def check_history(messages: Sequence[AnyMessage]) -> None:
+    """Raise ``ValueError`` when an assistant message's tool calls have no results.
+
+    Providers reject such a history; the caller must add a ``ToolMessage`` per call (or
+    drop the calls) before starting a run.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    open_calls = [
+        f"{call['name']} (id {call['id']})"
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+        if call["id"] not in answered
+    ]
+    if open_calls:
+        raise ValueError(
+            "the chat history has tool calls without a ToolMessage result: "
+            f"{', '.join(open_calls)}. Add a ToolMessage for each call (or remove the "
+            "calls) before invoking, or resume the interrupted run with Command(resume=...)."
+        )
+
+
+def tool_budget_spent(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
+    """Whether the run has made all the tool calls ``max_tool_calls`` allows."""
+    if settings.max_tool_calls is None:
+        return False
+    made = sum(
+        1 for _ in run_calls(state.get("messages") or [], state.get("transcript_start") or 0)
+    )
+    return made >= settings.max_tool_calls
+
+
+def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
+    """The node that pauses for human review of the last reply's flagged tool calls."""
+
+    def review(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        run = settings.for_run(runtime)
+        about = {
+            tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools
+        }
+        return {"reviews": ask_reviewer(run.review, state["messages"][-1], about)}
+
+    return review
+
+
+def needs_review(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
+    """Whether the last reply has tool calls that pause for review."""
+    messages = state.get("messages") or []
+    return bool(messages) and bool(flagged_calls(settings.review, messages[-1]))
+
+
+class ToolStep:
+    """Runs tool calls through a ``ToolNode`` for the run's tools, guarded by ``ToolGuard``.
+
+    ``graph_node()`` is the ``call_tool`` node of a loop whose transcript holds the calls
+    (ReAct); ``run_calls()`` runs calls a loop keeps outside its transcript (Self-Ask's
+    text-mode follow-ups, CRITIC's claim checks) from inside one of its nodes, with the
+    node's config, so interrupts, injection, callbacks and the stream writer still work.
+    """
+
+    def __init__(self, settings: LoopSettings) -> None:
+        self.settings = settings
+        self._nodes: dict[tuple[int, ...], ToolNode] = {}
+
+    def node_for(self, run: LoopSettings) -> ToolNode:
+        """The ``ToolNode`` for a run's tools (built once per set of tools)."""
+        key = tuple(id(tool) for tool in run.tools)
+        if key not in self._nodes:
+            guard = ToolGuard(
+                registry=run.tools,
+                timeout=run.tool_timeout,
+                max_output_chars=run.max_tool_output_chars,
+                loop_break=run.loop_break,
+                max_tool_calls=run.max_tool_calls,
+            )
+            self._nodes[key] = make_tool_node(guard)
+        return self._nodes[key]
+
+    def graph_node(self, name: str = "call_tool") -> RunnableCallable:
+        """The node running the last reply's tool calls; it ends the run after a
+        successful ``return_direct`` tool."""
+
+        def sync(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+            run = self.settings.for_run(runtime)
+            return _return_direct(run, state, self.node_for(run).invoke(state, config))
+
+        async def asynchronous(
+            state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
+        ) -> Any:
+            run = self.settings.for_run(runtime)
+            output = await self.node_for(run).ainvoke(state, config)
+            return _return_direct(run, state, output)
+
+        return RunnableCallable(sync, asynchronous, name=name, trace=False)
+
+    def run_calls(
+        self,
+        run: LoopSettings,
+        state: Mapping[str, Any],
+        calls: Sequence[ToolCall],
+        log: Sequence[AnyMessage] = (),
+    ) -> Generator[Call, Any, tuple[list[ToolMessage], dict[str, Any]]]:
+        """Review (when configured) and run ``calls``; ``log`` holds the run's earlier
+        calls and results (for the loop-break and ``max_tool_calls``).
+
+        Returns:
+            One ``ToolMessage`` per call, in order, and the other state updates that
+            tools returned in ``Command``s.
+        """
+        request = AIMessage(content="", tool_calls=list(calls))
+        about = {tool.name: (tool.description.splitlines() or [""])[0] for tool in run.tools}
+        reviews = ask_reviewer(run.review, request, about) if run.review else {}
+        view = {**state, "messages": [*log, request], "transcript_start": 0, "reviews": reviews}
+        output = yield Call(self.node_for(run), view)
+        results: dict[str, ToolMessage] = {}
+        extra: dict[str, Any] = {}
+        for update in output if isinstance(output, list) else [output]:
+            values = update.update if isinstance(update, Command) else update
+            for key, value in (values or {}).items():
+                if key != "messages":
+                    extra[key] = value
+                    continue
+                for message in value:
+                    if isinstance(message, ToolMessage):
+                        results[message.tool_call_id] = message
+        ordered = [
+            results.get(call["id"] or "")
+            or ToolMessage(
+                "Error: the tool returned no result.",
+                tool_call_id=call["id"] or "",
+                name=call["name"],
+                status="error",
+            )
+            for call in calls
+        ]
+        return ordered, extra
+
+
+def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> Any:
+    updates = output if isinstance(output, list) else [output]
+    for update in updates:
+        messages = update.get("messages", []) if isinstance(update, dict) else []
+        for message in messages:
+            tool = run.tools.get(getattr(message, "name", "") or "")
+            if tool is not None and tool.return_direct and message.status != "error":
+                answer = unfence(content_text(message.content), state.get("fence", ""))
+                return [*updates, {"status": "completed", "answer": answer}]
+    return output
