@@ -183,9 +183,11 @@ class ToolGuard:
                 )
         return None
 
-    def after(self, request: ToolCallRequest, result: ToolResult) -> ToolResult:
+    def after(self, request: ToolCallRequest, result: Any) -> Any:
         """Fence and truncate tool output; refuse a ``goto`` the loop cannot honour."""
         fence = (request.state or {}).get("fence", "") if isinstance(request.state, Mapping) else ""
+        if isinstance(result, list):
+            return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
             return self._fenced(result, fence)
         update = result.update

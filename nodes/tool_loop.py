@@ -11,9 +11,12 @@ transcript back into the mode's text form (observations as user messages) for th
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,6 +29,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
@@ -390,7 +394,8 @@ class ToolStep:
 
         def sync(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
             run = self.settings.for_run(runtime)
-            return _return_direct(run, state, self.node_for(run).invoke(state, config))
+            output = invoke_tools(self.node_for(run), run, state, config)
+            return _return_direct(run, state, output)
 
         async def asynchronous(
             state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
@@ -419,7 +424,7 @@ class ToolStep:
         about = {tool.name: (tool.description.splitlines() or [""])[0] for tool in run.tools}
         reviews = ask_reviewer(run.review, request, about) if run.review else {}
         view = {**state, "messages": [*log, request], "transcript_start": 0, "reviews": reviews}
-        output = yield Call(self.node_for(run), view)
+        output = yield ToolsCall(self.node_for(run), view, run)
         results: dict[str, ToolMessage] = {}
         extra: dict[str, Any] = {}
         for update in output if isinstance(output, list) else [output]:
@@ -444,6 +449,36 @@ class ToolStep:
         return ordered, extra
 
 
+def _async_only(tool: Any) -> bool:
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+def invoke_tools(
+    node: ToolNode, run: LoopSettings, state: Mapping[str, Any], config: RunnableConfig
+) -> Any:
+    """Run a tool node under ``invoke``; calls of async-only tools run on an event loop of
+    their own in a worker thread (with the caller's context, so interrupts and callbacks
+    still reach the graph)."""
+    messages = state.get("messages") or []
+    calls = messages[-1].tool_calls if messages and isinstance(messages[-1], AIMessage) else []
+    if not any(_async_only(run.tools.get(call["name"])) for call in calls):
+        return node.invoke(state, config)
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(context.run, asyncio.run, node.ainvoke(state, config)).result()
+
+
+@dataclass(frozen=True)
+class ToolsCall(Call):
+    """A tool node run on a prepared state from inside another node."""
+
+    run: LoopSettings | None = None
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        assert self.run is not None
+        return invoke_tools(self.runnable, self.run, self.input, config)  # type: ignore[arg-type]
+
+
 def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> Any:
     updates = output if isinstance(output, list) else [output]
     for update in updates:
@@ -452,5 +487,8 @@ def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> 
             tool = run.tools.get(getattr(message, "name", "") or "")
             if tool is not None and tool.return_direct and message.status != "error":
                 answer = unfence(content_text(message.content), state.get("fence", ""))
-                return [*updates, {"status": "completed", "answer": answer}]
+                finish = {"status": "completed", "answer": answer}
+                if isinstance(output, dict):
+                    return {**output, **finish}
+                return [*updates, Command(update=finish)]
     return output
