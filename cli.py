@@ -23,6 +23,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
+from loopgraphs.eval import EvalReport, evaluate, write_report
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
 from loopgraphs.nodes.parse import content_text
@@ -368,9 +369,53 @@ def command_demo(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_eval(args: argparse.Namespace, console: Console) -> int:
-    from loopgraphs.evaluation import run_cli_eval
-
     return run_cli_eval(args, model_from(args), console)
+
+
+def run_cli_eval(args: argparse.Namespace, model: Any, console: Console) -> int:
+    """Evaluate the loops on ``model`` in this process, print the table, write the files.
+
+    Args:
+        args: The ``eval`` subcommand's flags.
+        model: The chat model every loop uses.
+        console: Where the progress and the table are printed.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        CliError: An unknown loop or suite, a bad limit or concurrency, or no matplotlib.
+    """
+    try:
+        report = evaluate(
+            model,
+            args.loops,
+            args.suite,
+            limit=args.limit,
+            concurrency=args.concurrency,
+            console=console,
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    return print_and_write_report(report, args.out, console)
+
+
+def print_and_write_report(report: EvalReport, out: Path, console: Console) -> int:
+    """Print an evaluation's table and write its JSON, Markdown and chart into ``out``.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        CliError: matplotlib is not installed.
+    """
+    console.print(report.table())
+    try:
+        paths = write_report(report, out)
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from exc
+    console.print("wrote " + ", ".join(str(path) for path in paths.values()))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

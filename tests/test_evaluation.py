@@ -12,7 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from loopgraphs.evaluation import (
+from loopgraphs.cli import run_cli_eval
+from loopgraphs.eval import (
     MULTIHOP_TEMPLATES,
     SUITES,
     EvalReport,
@@ -20,7 +21,6 @@ from loopgraphs.evaluation import (
     evaluate,
     make_suite,
     normalise,
-    run_cli_eval,
     score,
 )
 from loopgraphs.graphs.registry import LOOPS
@@ -308,7 +308,7 @@ def test_a_run_that_raises_is_an_error_and_the_eval_goes_on(monkeypatch):
                 raise RuntimeError("graph broke")
             return {"answer": "true", "status": "completed", "llm_calls": 1}
 
-    monkeypatch.setattr("loopgraphs.evaluation.build_loop", lambda *a, **k: Exploding())
+    monkeypatch.setattr("loopgraphs.eval.runner.build_loop", lambda *a, **k: Exploding())
     report = evaluate(None, ["react"], "verify", show_progress=False)
     runs = report.runs("react")
     broken = [r for r in runs if "Drennick" in r.question]
