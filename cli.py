@@ -23,6 +23,13 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
+from loopgraphs.eval import (
+    EvalReport,
+    ServerUnavailableError,
+    evaluate,
+    evaluate_server,
+    write_report,
+)
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
 from loopgraphs.nodes.parse import content_text
@@ -114,7 +121,20 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--suite", default="all", help="arithmetic, multihop, verify, or 'all'")
     add_model_arguments(evaluate)
     evaluate.add_argument("--limit", type=int, help="items per suite")
-    evaluate.add_argument("--concurrency", type=int, default=4)
+    evaluate.add_argument(
+        "--max-iterations",
+        type=int,
+        help="budget of each loop's main cycle, as for 'run' (with --server: the runs' "
+        "context max_iterations, read by the loops that take tools)",
+    )
+    evaluate.add_argument("--concurrency", type=int, default=4, help="runs in flight at once")
+    evaluate.add_argument(
+        "--server",
+        metavar="URL",
+        help="submit each item as a run to this LangGraph server (the graphs of "
+        "langgraph.json) instead of running the loops here; --model or --base-url is then "
+        "a spec the server loads, with the server's own max tokens",
+    )
     evaluate.add_argument("--out", type=Path, default=Path("eval-results"), help="output directory")
     return parser
 
@@ -368,9 +388,95 @@ def command_demo(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_eval(args: argparse.Namespace, console: Console) -> int:
-    from loopgraphs.evaluation import run_cli_eval
-
+    if args.server:
+        return run_cli_server_eval(args, console)
     return run_cli_eval(args, model_from(args), console)
+
+
+def run_cli_eval(args: argparse.Namespace, model: Any, console: Console) -> int:
+    """Evaluate the loops on ``model`` in this process, print the table, write the files.
+
+    Args:
+        args: The ``eval`` subcommand's flags.
+        model: The chat model every loop uses.
+        console: Where the progress and the table are printed.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        CliError: An unknown loop or suite, a bad limit or concurrency, or no matplotlib.
+    """
+    budgets = (
+        {name: {spec.budget_option: args.max_iterations} for name, spec in LOOP_SPECS.items()}
+        if args.max_iterations is not None
+        else None
+    )
+    try:
+        report = evaluate(
+            model,
+            args.loops,
+            args.suite,
+            limit=args.limit,
+            concurrency=args.concurrency,
+            loop_options=budgets,
+            console=console,
+        )
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    return print_and_write_report(report, args.out, console)
+
+
+def run_cli_server_eval(args: argparse.Namespace, console: Console) -> int:
+    """Evaluate the loops on the LangGraph server at ``args.server``, print, write the files.
+
+    Args:
+        args: The ``eval`` subcommand's flags.
+        console: Where the progress and the table are printed.
+
+    Returns:
+        The exit status, 0 (items the server failed are rows with status ``error``).
+
+    Raises:
+        CliError: Conflicting model flags, a bad selection, an unreachable server or one
+            that lacks a loop's graph, or no matplotlib.
+    """
+    if args.gguf:
+        raise CliError("--gguf names a file on this machine; with --server give --model")
+    if args.model and args.base_url:
+        raise CliError("give --model or --base-url, not both")
+    try:
+        report = evaluate_server(
+            args.server,
+            args.loops,
+            args.suite,
+            model=args.model or args.base_url,
+            max_iterations=args.max_iterations,
+            limit=args.limit,
+            concurrency=args.concurrency,
+            console=console,
+        )
+    except (ValueError, ServerUnavailableError) as exc:
+        raise CliError(str(exc)) from exc
+    return print_and_write_report(report, args.out, console)
+
+
+def print_and_write_report(report: EvalReport, out: Path, console: Console) -> int:
+    """Print an evaluation's table and write its JSON, Markdown and chart into ``out``.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        CliError: matplotlib is not installed.
+    """
+    console.print(report.table())
+    try:
+        paths = write_report(report, out)
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from exc
+    console.print("wrote " + ", ".join(str(path) for path in paths.values()))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from loopgraphs.evaluation import (
+from loopgraphs.cli import run_cli_eval
+from loopgraphs.eval import (
     MULTIHOP_TEMPLATES,
     SUITES,
     EvalReport,
@@ -20,7 +21,6 @@ from loopgraphs.evaluation import (
     evaluate,
     make_suite,
     normalise,
-    run_cli_eval,
     score,
 )
 from loopgraphs.graphs.registry import LOOPS
@@ -308,7 +308,7 @@ def test_a_run_that_raises_is_an_error_and_the_eval_goes_on(monkeypatch):
                 raise RuntimeError("graph broke")
             return {"answer": "true", "status": "completed", "llm_calls": 1}
 
-    monkeypatch.setattr("loopgraphs.evaluation.build_loop", lambda *a, **k: Exploding())
+    monkeypatch.setattr("loopgraphs.eval.runner.build_loop", lambda *a, **k: Exploding())
     report = evaluate(None, ["react"], "verify", show_progress=False)
     runs = report.runs("react")
     broken = [r for r in runs if "Drennick" in r.question]
@@ -337,7 +337,14 @@ def test_bad_arguments_are_refused():
 def test_cli_eval_writes_json_markdown_and_chart(tmp_path):
     model = ScriptedChatModel(replies=[answering(all_answers())], repeat_last=True)
     console = Console(file=io.StringIO(), width=120)
-    args = Namespace(loops="react", suite="arithmetic,verify", limit=3, concurrency=2, out=tmp_path)
+    args = Namespace(
+        loops="react",
+        suite="arithmetic,verify",
+        limit=3,
+        concurrency=2,
+        max_iterations=None,
+        out=tmp_path,
+    )
     assert run_cli_eval(args, model, console) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert [(r["suite"], r["accuracy"]) for r in data["summary"]] == [
@@ -354,10 +361,34 @@ def test_cli_eval_writes_json_markdown_and_chart(tmp_path):
     assert "react" in console.file.getvalue()
 
 
+def test_cli_eval_max_iterations_sets_each_loops_budget(tmp_path):
+    looping = ScriptedChatModel(
+        replies=[calls(tool_call("calculator", {"expression": "1 + 1"}))], repeat_last=True
+    )
+    args = Namespace(
+        loops="react,cot",
+        suite="arithmetic",
+        limit=2,
+        concurrency=2,
+        max_iterations=1,
+        out=tmp_path,
+    )
+    assert run_cli_eval(args, looping, QUIET) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    react = [r for r in data["results"] if r["loop"] == "react"]
+    assert [(r["status"], r["llm_calls"]) for r in react] == [("max_iterations", 2)] * 2
+    assert data["meta"]["loop_options"] == {
+        "react": {"max_iterations": 1},
+        "cot": {"self_consistency": 1},
+    }
+
+
 def test_cli_eval_names_an_unknown_suite(tmp_path):
     from loopgraphs.cli import CliError
 
-    args = Namespace(loops="react", suite="poems", limit=1, concurrency=1, out=tmp_path)
+    args = Namespace(
+        loops="react", suite="poems", limit=1, concurrency=1, max_iterations=None, out=tmp_path
+    )
     with pytest.raises(CliError, match="unknown suite poems"):
         run_cli_eval(args, ScriptedChatModel(replies=["x"]), QUIET)
 

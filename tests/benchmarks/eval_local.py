@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from loopgraphs.evaluation import evaluate, write_report
+from loopgraphs.eval import evaluate, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 
-from loopgraphs.evaluation import uses_tools
-from loopgraphs.graphs.registry import LOOPS, build_loop
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.graphs.tot import call_budget as tot_budget
 from tests.benchmarks.common import NATIVE_PROFILE, Script, prompt_text
 from tests.fakes import calls, tool_call
@@ -308,7 +307,7 @@ def tot_configurations(depth: int = 3, branches: int = 3) -> list[Scenario]:
 def build(scenario: Scenario, tools: list[BaseTool], model: Any) -> Any:
     """Compile the scenario's loop on ``model`` (tools only for the loops that use them)."""
     options = dict(scenario.options)
-    if uses_tools(scenario.loop):
+    if LOOP_SPECS[scenario.loop].takes_tools:
         options.setdefault("tool_mode", "native")
         return build_loop(scenario.loop, model, tools, **options)
     return build_loop(scenario.loop, model, (), **options)

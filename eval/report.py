@@ -1,0 +1,330 @@
+"""Reports: the rows of an evaluation, summarised as a table, Markdown, JSON and a chart."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+STATUSES: tuple[str, ...] = ("completed", "max_iterations", "error")
+
+
+@dataclass
+class RunResult:
+    """The outcome of one loop on one task.
+
+    Attributes:
+        loop: The loop's registry name.
+        suite: The task's suite.
+        task_id: The task's id.
+        question: The question sent to the loop.
+        expected: The expected answer.
+        answer: The loop's answer (empty when the run failed).
+        correct: Whether ``score`` accepted the answer.
+        status: ``completed``, ``max_iterations`` or ``error``.
+        llm_calls: Model calls the run made.
+        input_tokens: Prompt tokens over every model call.
+        output_tokens: Generated tokens over every model call.
+        cached_tokens: Prompt tokens read from the provider's cache.
+        latency: Seconds from submitting the run to its result.
+        error: What failed, for status ``error``.
+    """
+
+    loop: str
+    suite: str
+    task_id: str
+    question: str
+    expected: str
+    answer: str
+    correct: bool
+    status: str
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    latency: float
+    error: str = ""
+
+
+@dataclass
+class Summary:
+    """Aggregates of one loop on one suite (``suite == "all"`` for every suite together)."""
+
+    loop: str
+    suite: str
+    n: int
+    correct: int
+    accuracy: float
+    mean_llm_calls: float
+    mean_tokens: float
+    mean_latency: float
+    statuses: dict[str, int]
+
+
+def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
+    """Accuracy, means and status counts of some runs.
+
+    Args:
+        loop: The loop named in the summary.
+        suite: The suite named in the summary (``"all"`` for every suite).
+        runs: The runs to summarise.
+
+    Returns:
+        The summary; means and accuracy are NaN when there is no run.
+    """
+    n = len(runs)
+
+    def mean(values: Iterable[float]) -> float:
+        items = list(values)
+        return statistics.fmean(items) if items else math.nan
+
+    counts = Counter(run.status for run in runs)
+    statuses = {status: counts.get(status, 0) for status in STATUSES}
+    statuses.update({k: v for k, v in counts.items() if k not in statuses})
+    correct = sum(run.correct for run in runs)
+    return Summary(
+        loop=loop,
+        suite=suite,
+        n=n,
+        correct=correct,
+        accuracy=correct / n if n else math.nan,
+        mean_llm_calls=mean(run.llm_calls for run in runs),
+        mean_tokens=mean(run.input_tokens + run.output_tokens for run in runs),
+        mean_latency=mean(run.latency for run in runs),
+        statuses=statuses,
+    )
+
+
+@dataclass
+class EvalReport:
+    """Every run of an evaluation, with summaries, a table, JSON and a chart."""
+
+    results: list[RunResult]
+    loops: list[str]
+    suites: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def runs(self, loop: str, suite: str | None = None) -> list[RunResult]:
+        """The runs of one loop, on one suite or (``None``) on every suite.
+
+        Args:
+            loop: The loop's name.
+            suite: A suite's name, or None for every suite.
+
+        Returns:
+            The runs, in the order they were listed.
+        """
+        return [r for r in self.results if r.loop == loop and suite in (None, r.suite)]
+
+    def summary(self, *, overall: bool = False) -> list[Summary]:
+        """One summary per loop and suite, in the order the evaluation listed them.
+
+        Args:
+            overall: Also one summary per loop over every suite (``suite="all"``).
+
+        Returns:
+            The summaries, grouped by loop.
+        """
+        rows: list[Summary] = []
+        for loop in self.loops:
+            rows.extend(summarise(loop, suite, self.runs(loop, suite)) for suite in self.suites)
+            if overall:
+                rows.append(summarise(loop, "all", self.runs(loop)))
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (what ``to_json`` writes)."""
+        return {
+            "meta": self.meta,
+            "summary": [asdict(row) for row in self.summary(overall=True)],
+            "results": [asdict(result) for result in self.results],
+        }
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> EvalReport:
+        """Read a report written by ``to_json`` (to redraw its table or chart).
+
+        Args:
+            path: The JSON file.
+
+        Returns:
+            The report, with the loops and suites listed in its settings.
+        """
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        meta = data.get("meta", {})
+        results = [RunResult(**item) for item in data.get("results", [])]
+        return cls(results=results, loops=meta["loops"], suites=meta["suites"], meta=meta)
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write the report as JSON.
+
+        Args:
+            path: The file to write; its folder is created when missing.
+
+        Returns:
+            The path written.
+        """
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str)
+        target.write_text(text + "\n", encoding="utf-8")
+        return target
+
+    def _rows(self) -> list[list[str]]:
+        rows = []
+        for row in self.summary():
+            statuses = ", ".join(f"{k} {v}" for k, v in row.statuses.items() if v)
+            rows.append(
+                [
+                    row.loop,
+                    row.suite,
+                    str(row.n),
+                    f"{100 * row.accuracy:.0f}%" if row.n else "-",
+                    f"{row.mean_llm_calls:.1f}",
+                    f"{row.mean_tokens:,.0f}",
+                    f"{row.mean_latency:.2f}",
+                    statuses,
+                ]
+            )
+        return rows
+
+    HEADERS = ("loop", "suite", "n", "accuracy", "calls", "tokens", "latency s", "status")
+
+    def table(self) -> Table:
+        """A rich table: per loop and suite, accuracy and means per run."""
+        table = Table(title=self.meta.get("title", "evaluation"))
+        for header in self.HEADERS:
+            table.add_column(header, justify="left" if header in ("loop", "suite") else "right")
+        for row in self._rows():
+            table.add_row(*row)
+        return table
+
+    def markdown(self) -> str:
+        """The same table in Markdown, preceded by the run's settings."""
+        meta = self.meta
+        lines = [
+            f"Evaluation of {', '.join(self.loops)} on {describe_meta(meta)}.",
+            "",
+            "Calls, tokens (input + output) and latency are means per run.",
+            "",
+            "| " + " | ".join(self.HEADERS) + " |",
+            "|" + "|".join(":--" if h in ("loop", "suite") else "--:" for h in self.HEADERS) + "|",
+        ]
+        lines.extend("| " + " | ".join(row) + " |" for row in self._rows())
+        return "\n".join(lines) + "\n"
+
+    def chart(self, path: str | Path) -> Path:
+        """Save a PNG bar chart: accuracy per loop and suite, and mean model calls per loop.
+
+        Args:
+            path: The PNG file to write; its folder is created when missing.
+
+        Returns:
+            The path written.
+
+        Raises:
+            RuntimeError: matplotlib is not installed.
+        """
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as error:
+            raise RuntimeError(
+                'The chart needs matplotlib: pip install "loopgraphs[eval]" '
+                "(or pip install matplotlib)."
+            ) from error
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        loops = self.loops
+        width = 0.8 / max(len(self.suites), 1)
+        figure, (left, right) = plt.subplots(
+            1,
+            2,
+            figsize=(max(8.0, 1.6 * len(loops) + 4), 4.2),
+            gridspec_kw={"width_ratios": [3, 2]},
+        )
+        for index, suite in enumerate(self.suites):
+            values = [
+                100 * summarise(loop, suite, self.runs(loop, suite)).accuracy for loop in loops
+            ]
+            positions = [
+                i + (index - (len(self.suites) - 1) / 2) * width for i in range(len(loops))
+            ]
+            bars = left.bar(
+                positions, [0 if math.isnan(v) else v for v in values], width, label=suite
+            )
+            left.bar_label(bars, fmt="%.0f", fontsize=7, padding=1)
+        left.set_xticks(range(len(loops)), loops, rotation=30, ha="right")
+        left.set_ylabel("accuracy (%)")
+        left.set_ylim(0, 105)
+        left.set_title("accuracy per suite")
+        left.legend(fontsize="small")
+        calls = [summarise(loop, "all", self.runs(loop)).mean_llm_calls for loop in loops]
+        bars = right.bar(
+            range(len(loops)), [0 if math.isnan(v) else v for v in calls], color="tab:gray"
+        )
+        right.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
+        right.set_xticks(range(len(loops)), loops, rotation=30, ha="right")
+        right.set_ylabel("model calls per run (mean)")
+        right.set_title("cost")
+        figure.suptitle(describe_meta(self.meta), fontsize="small")
+        figure.tight_layout()
+        figure.savefig(target, dpi=120)
+        plt.close(figure)
+        return target
+
+
+def describe_meta(meta: Mapping[str, Any]) -> str:
+    """One line naming the model, server, date and limits of an evaluation.
+
+    Args:
+        meta: The report's settings (``EvalReport.meta``).
+
+    Returns:
+        The line, e.g. ``"ChatOpenAI(smollm2), 2026-11-22, 6 items per suite, seed 7"``.
+    """
+    parts = [str(meta.get("model", "a model"))]
+    if meta.get("server"):
+        parts.append(f"server {meta['server']}")
+    if meta.get("date"):
+        parts.append(str(meta["date"])[:10])
+    if meta.get("limit"):
+        parts.append(f"{meta['limit']} items per suite")
+    if meta.get("max_tokens"):
+        parts.append(f"max_tokens {meta['max_tokens']}")
+    if meta.get("seed") is not None:
+        parts.append(f"seed {meta['seed']}")
+    return ", ".join(parts)
+
+
+def write_report(report: EvalReport, out: str | Path) -> dict[str, Path]:
+    """Write ``results.json``, ``results.md`` and ``accuracy.png`` into ``out``.
+
+    Args:
+        report: The report to write.
+        out: The folder; created when missing.
+
+    Returns:
+        The paths written, under the keys ``json``, ``markdown`` and ``chart``.
+
+    Raises:
+        RuntimeError: matplotlib is not installed (the JSON and Markdown are written).
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    markdown = folder / "results.md"
+    markdown.write_text(report.markdown(), encoding="utf-8")
+    return {
+        "json": report.to_json(folder / "results.json"),
+        "markdown": markdown,
+        "chart": report.chart(folder / "accuracy.png"),
+    }

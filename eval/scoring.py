@@ -1,0 +1,157 @@
+"""Scoring: whether a loop's answer is correct for a task.
+
+Rules, applied by ``score`` to the loop's ``answer``:
+
+1. Both texts are normalised (``normalise``): Unicode-folded and case-folded, accents
+   dropped, punctuation removed, the articles "a", "an" and "the" dropped, whitespace
+   collapsed, and numbers written canonically (``"1,234.0"`` becomes ``"1234"``).
+2. A prediction is correct when it equals the expected answer (or an alias) after
+   normalisation, or when it has at most ``SHORT_PREDICTION_WORDS`` (30) words and
+   contains the normalised expected answer as a whole word or phrase ("The answer is
+   11,297." matches ``11297``; "112970" does not).
+3. ``verify`` items first read the prediction's verdict, ignoring its questions (sentences
+   ending in "?") and the sentences of 3 or more words it copies from the task: it says
+   *true* when it holds one of "true", "yes", "correct", "right", "accurate" (not as in
+   "the correct answer") and none of the negations "false", "no", "not", "incorrect",
+   "wrong", "untrue", "inaccurate" (any length). A true claim is answered correctly by a
+   true verdict only. A false claim is answered correctly by a prediction that gives the
+   correct value (rule 2) without a true verdict.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loopgraphs.eval.suites import Task
+
+SHORT_PREDICTION_WORDS = 30
+ECHO_WORDS = 3  # a sentence this long found in the question is an echo, not a verdict
+
+ARTICLES = frozenset({"a", "an", "the"})
+TRUE_WORDS = frozenset({"true", "yes", "correct", "right", "accurate"})
+NEGATION_WORDS = frozenset({"false", "no", "not", "incorrect", "wrong", "untrue", "inaccurate"})
+QUALIFIERS = frozenset({"correct", "right", "accurate"})
+QUALIFIED_NOUNS = frozenset(
+    {"answer", "value", "one", "year", "number", "name", "place", "result", "response"}
+)
+
+_TOKEN = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)|\w+")
+_NUMBER = re.compile(r"-?[\d,]+(?:\.\d+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])")
+
+
+def _canonical_number(token: str) -> str:
+    text = token.replace(",", "")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    negative = text.startswith("-")
+    digits = text.lstrip("-").lstrip("0")
+    if not digits or digits.startswith("."):
+        digits = "0" + digits
+    return f"-{digits}" if negative and digits != "0" else digits
+
+
+def normalise(text: str) -> str:
+    """Normalise an answer for comparison (rule 1 of the module docstring).
+
+    Args:
+        text: Any answer or question.
+
+    Returns:
+        The folded words, separated by single spaces.
+
+    >>> normalise("The answer: 1,234.0!")
+    'answer 1234'
+    """
+    folded = unicodedata.normalize("NFKD", str(text).casefold())
+    folded = "".join(char for char in folded if not unicodedata.combining(char))
+    words: list[str] = []
+    for token in _TOKEN.findall(folded):
+        if _NUMBER.fullmatch(token) and any(char.isdigit() for char in token):
+            words.append(_canonical_number(token))
+        elif token not in ARTICLES:
+            words.append(token.replace("_", " ").strip() or token)
+    return " ".join(word for word in " ".join(words).split())
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """Whether normalised ``phrase`` occurs in normalised ``text`` as whole words.
+
+    Args:
+        text: A normalised text.
+        phrase: A normalised phrase; an empty one is never contained.
+
+    Returns:
+        True when the phrase's words appear together in the text.
+    """
+    return bool(phrase) and f" {phrase} " in f" {text} "
+
+
+def verdict_is_true(prediction: str, question: str = "") -> bool:
+    """Whether a prediction asserts that a claim is true (rule 3 of the module docstring).
+
+    Args:
+        prediction: The loop's answer.
+        question: The task's text; sentences of the prediction that repeat a part of it,
+            and sentences that are questions, are not read.
+
+    Returns:
+        True for an affirmative verdict without any negation.
+    """
+    asked = normalise(question)
+    kept = []
+    for sentence in _SENTENCE_END.split(prediction):
+        said = normalise(sentence)
+        copied = len(said.split()) >= ECHO_WORDS and contains_phrase(asked, said)
+        if said and not sentence.rstrip().endswith("?") and not copied:
+            kept.append(said)
+    words = " ".join(kept).split()
+    affirmed = any(
+        word in TRUE_WORDS and not (word in QUALIFIERS and following in QUALIFIED_NOUNS)
+        for word, following in pairwise([*words, ""])
+    )
+    return affirmed and not set(words) & NEGATION_WORDS
+
+
+def matches(prediction: str, expected: Iterable[str]) -> bool:
+    """Exact match after normalisation, or a whole-phrase match in a short prediction.
+
+    Args:
+        prediction: The loop's answer.
+        expected: The accepted answers.
+
+    Returns:
+        True when rule 2 of the module docstring accepts the prediction.
+    """
+    said = normalise(prediction)
+    short = len(str(prediction).split()) <= SHORT_PREDICTION_WORDS
+    for answer in expected:
+        wanted = normalise(answer)
+        if wanted and (said == wanted or (short and contains_phrase(said, wanted))):
+            return True
+    return False
+
+
+def score(prediction: str, task: Task) -> bool:
+    """Whether ``prediction`` answers ``task`` correctly (see the module docstring).
+
+    Args:
+        prediction: The loop's answer; None or empty is never correct.
+        task: The task with its expected answer and aliases.
+
+    Returns:
+        True for a correct answer.
+    """
+    prediction = prediction or ""
+    expected = (task.answer, *task.aliases)
+    if task.suite == "verify":
+        verdict = verdict_is_true(prediction, task.question)
+        if normalise(task.answer) == "true":
+            return verdict
+        return not verdict and matches(prediction, expected)
+    return matches(prediction, expected)

@@ -1,0 +1,89 @@
+"""Pytest plugin: one ``langgraph dev`` server on loopback for the test session.
+
+The server serves the seven loops of the repository's ``langgraph.json``, caps the model
+replies of its runs at ``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process
+group) when the session ends. Register it from the root test conftest with
+``pytest_plugins = ["tests.langgraph_server"]``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV_MAX_TOKENS = 48
+READY_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = READY_TIMEOUT) -> None:
+    """Poll the server's ``/ok`` until it answers, failing if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"langgraph dev exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError("langgraph dev did not become ready")
+
+
+@pytest.fixture(scope="session")
+def langgraph_dev_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a ``langgraph dev`` server started for the session on 127.0.0.1."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("langgraph-dev") / "server.log").open("w")
+    cli = Path(sys.executable).with_name("langgraph")
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LOOPGRAPHS_MAX_TOKENS": str(DEV_MAX_TOKENS),
+    }
+    process = subprocess.Popen(
+        [
+            str(cli),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
+        log.close()
