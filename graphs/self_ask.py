@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import new_fence, unfence
-from loopgraphs.nodes.errors import status_code
+from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask
 from loopgraphs.nodes.parse import best_effort_answer, content_text
@@ -134,10 +134,6 @@ def _steps_left(state: Mapping[str, Any]) -> int:
     return int(state.get("remaining_steps", 1_000_000))
 
 
-def _unsupported(exc: BaseException) -> bool:
-    return isinstance(exc, NotImplementedError) or status_code(exc) in (400, 422)
-
-
 def _without_calls(message: AIMessage) -> AIMessage:
     """The same message (same id, so it replaces the stored one) with no tool calls."""
     extra = {
@@ -231,7 +227,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 )
                 return {**update, "messages": [reply], "tool_mode": mode}
             except Exception as exc:
-                if not (run.tool_mode == "auto" and _unsupported(exc)):
+                if not (run.tool_mode == "auto" and is_form_rejection(exc)):
                     raise
                 mode = "text"
         reply, update = yield from call_model(

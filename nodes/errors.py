@@ -51,11 +51,13 @@ def is_transient(exc: BaseException) -> bool:
 REJECTION_STATUS = frozenset({400, 404, 405, 415, 422, 501})
 
 
-def is_permanent_rejection(exc: BaseException) -> bool:
-    """True when the provider refused the request's form (an unsupported parameter such as
-    ``tools`` or ``response_format``), so another form may work. Authentication and
-    permission errors are not rejections of the form: they end the run."""
-    return status_code(exc) in REJECTION_STATUS
+def is_form_rejection(exc: BaseException) -> bool:
+    """True when the request's form was refused, so another form may work: the model class
+    does not implement it (``NotImplementedError``, e.g. no ``bind_tools``) or the provider
+    rejected a parameter such as ``tools`` or ``response_format`` (HTTP 400, 404, 405, 415,
+    422, 501). Authentication and permission errors are not rejections of the form: they
+    end the run."""
+    return isinstance(exc, NotImplementedError) or status_code(exc) in REJECTION_STATUS
 
 
 def default_retry_policy(max_attempts: int = 3) -> RetryPolicy:

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.errors import is_permanent_rejection
+from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.parse import content_text, extract_json
 from loopgraphs.nodes.runner import ModelCall
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
@@ -153,7 +153,7 @@ def structured_call(
             except PARSE_FAILURES:
                 reply = None
             except Exception as exc:
-                if not (is_permanent_rejection(exc) or isinstance(exc, NotImplementedError)):
+                if not is_form_rejection(exc):
                     raise
                 rejection = exc
                 break

@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from loopgraphs import prompts
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.call_tool import ToolGuard, make_tool_node, run_calls, unfence
-from loopgraphs.nodes.errors import is_permanent_rejection
+from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parse import (
     Step,
@@ -161,10 +161,6 @@ def _action_text(calls: Sequence[ToolCall], mode: str) -> str:
     )
 
 
-def _rejected(exc: BaseException) -> bool:
-    return isinstance(exc, NotImplementedError) or is_permanent_rejection(exc)
-
-
 def _json_reply(output: Any) -> AIMessage:
     raw = output.get("raw") if isinstance(output, dict) else output
     parsed = output.get("parsed") if isinstance(output, dict) else None
@@ -203,7 +199,7 @@ def model_turn(
             reply, update = yield from call_model(bound, prompt(mode))
             return {**update, "messages": [reply], "tool_mode": mode}
         except Exception as exc:
-            if not (auto and _rejected(exc)):
+            if not (auto and is_form_rejection(exc)):
                 raise
             mode = "json"
     if mode == "json" and capabilities(model).structured_output is not False:
@@ -213,7 +209,7 @@ def model_turn(
             )
             output = yield ModelCall(structured, prompt(mode))
         except Exception as exc:
-            if not _rejected(exc):
+            if not is_form_rejection(exc):
                 raise
         else:
             reply = _json_reply(output)
