@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
-from loopgraphs.nodes.build import compile_loop, new_graph, route
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.grammars import answer_key
@@ -29,6 +29,10 @@ COT_SYSTEM = """You are a careful problem solver. Work through the problem step 
 write each step on its own line (Step 1:, Step 2:, ...), checking every intermediate value
 before you use it. When you are done, write the result on a last line that starts with
 FINAL ANSWER: followed only by the answer."""
+
+# Graph steps that must still follow prepare (see ``steps_left``).
+SAMPLE_STEPS = 2  # generate, parse
+VOTE_STEPS = 3  # generate, parse, vote
 
 
 class CoTOutput(OutputState, total=False):
@@ -88,7 +92,7 @@ def build_cot(
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
-    steps_needed = 4 if voting else 3
+    needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
     def prepare(state: CoTState) -> dict[str, Any]:
         update: dict[str, Any] = {
@@ -98,10 +102,7 @@ def build_cot(
             "answers": [],
             "votes": {},
         }
-        if (
-            update["status"] == "running"
-            and state.get("remaining_steps", steps_needed) < steps_needed
-        ):
+        if update["status"] == "running" and not steps_left(state, needed):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -143,12 +144,7 @@ def build_cot(
     builder.add_node("parse", parse)
     builder.add_node("vote", vote)
     builder.add_edge(START, "prepare")
-    route(
-        builder,
-        "prepare",
-        lambda state: "generate" if state.get("status") == "running" else END,
-        ["generate"],
-    )
+    route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", lambda state: "parse", ["parse"])
     route(builder, "parse", lambda state: "vote" if voting else END, ["vote"])
     builder.add_edge("vote", END)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique
@@ -92,9 +92,10 @@ Verification results:
 
 Write the revised answer."""
 
-# Graph steps a critique round needs (critique, parse, call_tool, revise) plus one.
-STEPS_FOR_ROUND = 5
-STEPS_FOR_CHECKS = 3  # call_tool, revise, plus one
+# Graph steps that must still follow a node (see ``steps_left``).
+DRAFT_STEPS = 1  # generate
+ROUND_STEPS = 4  # critique, parse, call_tool, revise
+CHECK_STEPS = 2  # call_tool, revise
 
 
 class ClaimCheck(BaseModel):
@@ -141,10 +142,6 @@ class CriticState(CriticOutput, LoopState, total=False):
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], operator.add]
     transcript_start: int
-
-
-def _steps_left(state: Mapping[str, Any]) -> int:
-    return int(state.get("remaining_steps", 1_000_000))
 
 
 def _input_text(value: Any) -> str:
@@ -199,7 +196,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             "tool_log": Overwrite([]),
             "transcript_start": len(state.get("messages", [])),
         }
-        if update["status"] == "running" and _steps_left(state) < 2:
+        if update["status"] == "running" and not steps_left(state, DRAFT_STEPS):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -216,7 +213,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         done: dict[str, Any] = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
-        elif _steps_left(state) < STEPS_FOR_ROUND:
+        elif not steps_left(state, ROUND_STEPS):
             done = {"status": "max_iterations"}
         return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
 
@@ -282,7 +279,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                 "verified": found.verified,
                 "pending": [],
             }
-        if _steps_left(state) < STEPS_FOR_CHECKS:
+        if not steps_left(state, CHECK_STEPS):
             return {"status": "max_iterations", "answer": draft, "verified": False, "pending": []}
         number = state.get("round", 1)
         pending = [
@@ -335,27 +332,9 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             run.chat_model, [system_message(run, state, system), *conversation(state), request]
         )
         draft = content_text(reply.content).strip() or state.get("draft", "")
-        more = number < run.max_iterations and _steps_left(state) >= STEPS_FOR_ROUND
+        more = number < run.max_iterations and steps_left(state, ROUND_STEPS)
         done = {} if more else {"status": "completed"}
         return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
-
-    def route_running(state: dict[str, Any]) -> bool:
-        return state.get("status") == "running"
-
-    def route_start(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return "generate" if route_running(state) else "__end__"
-
-    def route_draft(state: dict[str, Any]) -> Literal["critique", "__end__"]:
-        return "critique" if route_running(state) else "__end__"
-
-    def route_critique(state: dict[str, Any]) -> Literal["parse", "__end__"]:
-        return "parse" if route_running(state) else "__end__"
-
-    def route_parsed(state: dict[str, Any]) -> Literal["call_tool", "__end__"]:
-        return "call_tool" if route_running(state) and state.get("pending") else "__end__"
-
-    def route_revised(state: dict[str, Any]) -> Literal["critique", "__end__"]:
-        return "critique" if route_running(state) else "__end__"
 
     policy = settings.retry_policy
     builder = new_graph(CriticState, CriticOutput, options or {})
@@ -366,12 +345,14 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
     add_step(builder, "call_tool", call_tool, None)
     add_step(builder, "revise", revise, policy)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_start)
-    builder.add_conditional_edges("generate", route_draft)
-    builder.add_conditional_edges("critique", route_critique)
-    builder.add_conditional_edges("parse", route_parsed)
+    route(builder, "prepare", while_running("generate"), ["generate"])
+    route(builder, "generate", while_running("critique"), ["critique"])
+    route(builder, "critique", while_running("parse"), ["parse"])
+    route(
+        builder, "parse", lambda state: "call_tool" if state.get("pending") else END, ["call_tool"]
+    )
     builder.add_edge("call_tool", "revise")
-    builder.add_conditional_edges("revise", route_revised)
+    route(builder, "revise", while_running("critique"), ["critique"])
     return builder
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -27,7 +27,7 @@ from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import build_react
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import question_text
 from loopgraphs.nodes.generate import call_model, system_message
@@ -102,8 +102,9 @@ PLAN_MIN_ASKED = 3
 PLAN_MAX_ASKED = 7
 PLANNER_CALLS = 2
 REPLAN_CALLS = 2
-STEPS_TO_FINISH = 2
-REVIEW_STEPS = 3
+# Graph steps that must still follow a node (see ``steps_left``).
+EXECUTE_STEPS = 2  # execute, then synthesize
+REVIEW_STEPS = 3  # review_plan, execute, synthesize
 REACT_STEPS_PER_ITERATION = 3
 REACT_EXTRA_STEPS = 10
 RESULT_CHARS = 2000
@@ -298,11 +299,11 @@ def build_plan_execute(
     )
     react_graph = build_react(step_settings).compile(name="react")
 
-    def low(state: dict[str, Any], needed: int = STEPS_TO_FINISH) -> bool:
-        return state.get("remaining_steps", needed + 1) <= needed
-
     def plan_done(state: dict[str, Any]) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])
+
+    def finished(state: dict[str, Any]) -> bool:
+        return plan_done(state) or not steps_left(state, EXECUTE_STEPS)
 
     def prepare(state: PlanExecuteState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -417,41 +418,26 @@ def build_plan_execute(
             "messages": [AIMessage(answer)],
         }
 
-    def route_prepared(state: dict[str, Any]) -> Literal["plan", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "plan"
-
-    def route_planned(
-        state: dict[str, Any],
-    ) -> Literal["review_plan", "execute", "synthesize", "__end__"]:
-        if state.get("status") == "error":
-            return "__end__"
-        if low(state):
+    def route_planned(state: dict[str, Any]) -> str:
+        if not steps_left(state, EXECUTE_STEPS):
             return "synthesize"
         if not approve_plan:
             return "execute"
         # review, then at least one step and the synthesis must fit
-        return "review_plan" if not low(state, REVIEW_STEPS) else "synthesize"
+        return "review_plan" if steps_left(state, REVIEW_STEPS) else "synthesize"
 
-    def route_reviewed(state: dict[str, Any]) -> Literal["execute", "synthesize", "__end__"]:
+    def route_reviewed(state: dict[str, Any]) -> str:
         # No check of remaining_steps here: review_plan only runs with room for a step,
         # and LangGraph's update_state (used to settle a review) reports too few steps.
-        if state.get("status") == "error":
-            return "__end__"
         return "synthesize" if plan_done(state) else "execute"
 
-    def route_executed(
-        state: dict[str, Any],
-    ) -> Literal["execute", "replan", "synthesize", "__end__"]:
-        if state.get("status") == "error":
-            return "__end__"
-        if low(state) or plan_done(state):
+    def route_executed(state: dict[str, Any]) -> str:
+        if finished(state):
             return "synthesize"
         return "replan" if replan else "execute"
 
-    def route_replanned(state: dict[str, Any]) -> Literal["execute", "synthesize", "__end__"]:
-        if state.get("status") == "error":
-            return "__end__"
-        return "synthesize" if low(state) or plan_done(state) else "execute"
+    def route_replanned(state: dict[str, Any]) -> str:
+        return "synthesize" if finished(state) else "execute"
 
     policy = settings.retry_policy
     builder = new_graph(PlanExecuteState, PlanExecuteOutput, options or {})
@@ -460,19 +446,17 @@ def build_plan_execute(
     add_step(builder, "execute", execute, policy)
     add_step(builder, "synthesize", synthesize, policy)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_prepared)
+    route(builder, "prepare", lambda state: "plan", ["plan"])
     review = ["review_plan"] if approve_plan else []
-    builder.add_conditional_edges("plan", route_planned, [*review, "execute", "synthesize", END])
+    route(builder, "plan", route_planned, [*review, "execute", "synthesize"])
     if approve_plan:
         builder.add_node("review_plan", review_plan)
-        builder.add_conditional_edges("review_plan", route_reviewed)
+        route(builder, "review_plan", route_reviewed, ["execute", "synthesize"])
     revise_node = ["replan"] if replan else []
-    builder.add_conditional_edges(
-        "execute", route_executed, ["execute", *revise_node, "synthesize", END]
-    )
+    route(builder, "execute", route_executed, ["execute", *revise_node, "synthesize"])
     if replan:
         add_step(builder, "replan", revise, policy)
-        builder.add_conditional_edges("replan", route_replanned)
+        route(builder, "replan", route_replanned, ["execute", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
@@ -30,7 +30,7 @@ from typing_extensions import Unpack
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.plan_execute import ReactCall
 from loopgraphs.graphs.react import build_react
-from loopgraphs.nodes.build import compile_loop, new_graph, route
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, question_text
 from loopgraphs.nodes.reflect import reflect_on
@@ -53,7 +53,8 @@ Question:
 """
 
 EVALUATOR_CALLS = 2
-EPISODE_STEPS = 3
+# Graph steps that must still follow evaluate for another episode (see ``steps_left``).
+EPISODE_STEPS = 3  # reflect, generate, evaluate
 
 
 class ReflexionOutput(OutputState, total=False):
@@ -162,10 +163,7 @@ def build_reflexion(
         }
         if record["satisfactory"]:
             update["status"] = "completed"
-        elif (
-            state.get("episode", 0) >= max_reflections
-            or state.get("remaining_steps", EPISODE_STEPS + 1) <= EPISODE_STEPS
-        ):
+        elif state.get("episode", 0) >= max_reflections or not steps_left(state, EPISODE_STEPS):
             update["status"] = "max_iterations"
         return update
 
@@ -187,12 +185,7 @@ def build_reflexion(
     builder.add_edge(START, "prepare")
     route(builder, "prepare", lambda state: "generate", ["generate"])
     route(builder, "generate", lambda state: "evaluate", ["evaluate"])
-    route(
-        builder,
-        "evaluate",
-        lambda state: "reflect" if state.get("status") == "running" else END,
-        ["reflect"],
-    )
+    route(builder, "evaluate", while_running("reflect"), ["reflect"])
     route(builder, "reflect", lambda state: "generate", ["generate"])
     return builder
 

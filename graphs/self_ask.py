@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -22,7 +22,7 @@ from langgraph.types import Overwrite
 from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
@@ -106,10 +106,12 @@ FORCE_FINAL = (
     "reply now with one line: So the final answer is: <your best answer>"
 )
 
-# Steps (graph nodes) that must remain for each route to finish within the recursion limit.
-STEPS_FOR_TOOL = 3  # call_tool, then final_answer
-STEPS_FOR_TURN = 4  # generate, parse, then final_answer
-STEPS_TO_START = 3  # generate, parse
+# Graph steps that must still follow a node for each route to end within the recursion
+# limit (see ``steps_left``).
+START_STEPS = 2  # generate, parse
+TURN_STEPS = 3  # generate, parse, then final_answer
+TOOL_STEPS = 2  # call_tool, then final_answer
+ANSWER_STEPS = 1  # final_answer
 
 
 class SelfAskOutput(OutputState, total=False):
@@ -128,10 +130,6 @@ class SelfAskState(SelfAskOutput, LoopState, total=False):
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], operator.add]
     transcript_start: int
-
-
-def _steps_left(state: Mapping[str, Any]) -> int:
-    return int(state.get("remaining_steps", 1_000_000))
 
 
 def _without_calls(message: AIMessage) -> AIMessage:
@@ -210,7 +208,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "tool_log": Overwrite([]),
             "transcript_start": len(state.get("messages", [])),
         }
-        if update["status"] == "running" and _steps_left(state) < STEPS_TO_START:
+        if update["status"] == "running" and not steps_left(state, START_STEPS):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -241,9 +239,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         return {**update, "iterations": state.get("iterations", 0) + 1}
 
     def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
-        return (
-            state.get("iterations", 0) < run.max_iterations and _steps_left(state) >= STEPS_FOR_TURN
-        )
+        return state.get("iterations", 0) < run.max_iterations and steps_left(state, TURN_STEPS)
 
     def parse(state: SelfAskState, runtime: Runtime[Any]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -287,7 +283,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                     "native": False,
                 }
             ]
-        if pending and _steps_left(state) >= STEPS_FOR_TOOL:
+        if pending and steps_left(state, TOOL_STEPS):
             return {**update, "pending": pending}
         if native_calls:
             update["messages"] = [_without_calls(reply)]
@@ -296,7 +292,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if not pending and can_continue(state, run):
             prompt = CONTINUE_SOLO if turn.kind in ("tool", "follow_up") else CONTINUE
             update["messages"] = [*update.get("messages", []), HumanMessage(prompt)]
-        elif _steps_left(state) < 2:
+        elif not steps_left(state, ANSWER_STEPS):
             update.update(
                 status="max_iterations", answer=_best_effort(follow_ups, state["messages"])
             )
@@ -360,24 +356,14 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "max_iterations",
         }
 
-    def route_start(state: dict[str, Any]) -> Literal["generate", "__end__"]:
-        return "generate" if state.get("status") == "running" else "__end__"
-
-    def route_generated(state: dict[str, Any]) -> Literal["parse", "__end__"]:
-        return "__end__" if state.get("status") == "error" else "parse"
-
-    def route_parsed(
-        state: dict[str, Any], runtime: Runtime[Any]
-    ) -> Literal["call_tool", "generate", "final_answer", "__end__"]:
+    def route_parsed(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         if state.get("status") != "running":
-            return "__end__"
+            return END
         if state.get("pending"):
             return "call_tool"
-        return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
+        return route_tools(state, runtime)
 
-    def route_tools(
-        state: dict[str, Any], runtime: Runtime[Any]
-    ) -> Literal["generate", "final_answer"]:
+    def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
 
     policy = settings.retry_policy
@@ -388,10 +374,12 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     add_step(builder, "call_tool", call_tool, None)
     add_step(builder, "final_answer", final_answer, policy)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_start)
-    builder.add_conditional_edges("generate", route_generated)
-    builder.add_conditional_edges("parse", route_parsed)
-    builder.add_conditional_edges("call_tool", route_tools)
+    route(builder, "prepare", while_running("generate"), ["generate"])
+    route(builder, "generate", lambda state: "parse", ["parse"])
+    route(builder, "parse", route_parsed, ["call_tool", "generate", "final_answer"])
+    # No error exit after call_tool (the drawing has none): tool failures come back as
+    # observations, and a failed tool step ends the run after the next model turn.
+    builder.add_conditional_edges("call_tool", route_tools, ["generate", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 

@@ -23,7 +23,7 @@ from langgraph.types import Overwrite, RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs.context import LoopContext
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message, user_system
 from loopgraphs.nodes.parse import clip, content_text, extract_json
@@ -66,9 +66,9 @@ The exploration is over. Using these steps, give the final answer now, starting 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
 MAX_THOUGHT_CHARS = 2000
-STEPS_PER_LEVEL = 2  # expand, score_branches
-# A node that sees remaining_steps == r can be followed by r - 1 more supersteps; another
-# level needs STEPS_PER_LEVEL of them plus one for final_answer.
+# Graph steps that must still follow a node (see ``steps_left``).
+LEVEL_STEPS = 3  # expand, score_branches, then final_answer
+ANSWER_STEPS = 1  # final_answer
 ANSWER_RE = re.compile(r"ANSWER\**[ \t]*:")
 # The bullet alternatives never share a star with the optional bold prefix, so a long run
 # of "*" is matched in linear time.
@@ -235,9 +235,9 @@ def build_tot(
         }
         if update["status"] != "error" and not update["problem"]:
             update.update(status="error", error="the last user message has no text")
-        elif update["status"] != "error" and state.get("remaining_steps", 0) <= STEPS_PER_LEVEL + 1:
+        elif update["status"] != "error" and not steps_left(state, LEVEL_STEPS):
             update["stop_reason"] = "step_limit"
-            if state.get("remaining_steps", 0) <= 1:  # not even one more node can run
+            if not steps_left(state, ANSWER_STEPS):
                 update["status"] = "max_iterations"
         return update
 
@@ -333,7 +333,7 @@ def build_tot(
         }
         if depth >= max_depth:
             return {**result, "candidates": Overwrite(scored), "stop_reason": "max_depth"}
-        if state.get("remaining_steps", 0) <= STEPS_PER_LEVEL + 1:
+        if not steps_left(state, LEVEL_STEPS):
             return {**result, "candidates": Overwrite(scored), "stop_reason": "step_limit"}
         return {**result, "candidates": Overwrite([])}
 
@@ -380,19 +380,12 @@ def build_tot(
             for i, branch in enumerate(state.get("branches") or [])
         ]
 
-    def route_start(state: dict[str, Any]) -> list[Send] | Literal["final_answer", "__end__"]:
+    def next_level(state: dict[str, Any]) -> str | list[Send]:
+        """Expand the beam again, or answer once the search has stopped (after ``prepare``
+        the only stop reason is "step_limit")."""
         if state.get("status") != "running":
-            return "__end__"
-        if state.get("stop_reason") == "step_limit":
-            return "final_answer"
-        return expansions(state)
-
-    def route_scored(state: dict[str, Any]) -> list[Send] | Literal["final_answer", "__end__"]:
-        if state.get("status") != "running":
-            return "__end__"
-        if state.get("stop_reason"):
-            return "final_answer"
-        return expansions(state)
+            return END
+        return "final_answer" if state.get("stop_reason") else expansions(state)
 
     builder = new_graph(ToTState, ToTOutput, options or {})
     builder.add_node("prepare", prepare)
@@ -402,9 +395,9 @@ def build_tot(
     add_step(builder, "score_branches", score_branches, policy)
     add_step(builder, "final_answer", final_answer, policy)
     builder.add_edge(START, "prepare")
-    builder.add_conditional_edges("prepare", route_start, ["expand", "final_answer", END])
+    route(builder, "prepare", next_level, ["expand", "final_answer"])
     builder.add_edge("expand", "score_branches")
-    builder.add_conditional_edges("score_branches", route_scored, ["expand", "final_answer", END])
+    route(builder, "score_branches", next_level, ["expand", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 

@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
+from langgraph.types import Send
 from typing_extensions import TypedDict
 
 from loopgraphs import prompts
@@ -30,7 +31,7 @@ from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import InputState
 
-Router = Callable[..., str]
+Router = Callable[..., str | list[Send]]
 
 
 def _fields(schema: type[Any] | None) -> dict[str, Any]:
@@ -68,16 +69,29 @@ def route(
     targets: Sequence[str],
 ) -> None:
     """Add a conditional edge from ``source``: the run ends when its status is "error",
-    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node."""
-    takes_runtime = router.__code__.co_argcount > 1
+    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
+    returns ``Send`` packets for a fan-out into ``targets``."""
 
-    def guarded(state: dict[str, Any], runtime: Runtime[Any]) -> str:
-        if state.get("status") == "error":
-            return END
-        return router(state, runtime) if takes_runtime else router(state)
+    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        return END if state.get("status") == "error" else router(state, runtime)
 
+    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+        return END if state.get("status") == "error" else router(state)
+
+    # LangGraph has no runtime to give when it routes an update_state write, so a router
+    # that does not need one must not ask for it.
+    guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
     guarded.__name__ = router.__name__
     builder.add_conditional_edges(source, guarded, list(dict.fromkeys([*targets, END])))
+
+
+def while_running(target: str) -> Router:
+    """A router to ``target`` while the run's status is "running", and to the end after."""
+
+    def running(state: Mapping[str, Any]) -> str:
+        return target if state.get("status") == "running" else END
+
+    return running
 
 
 def steps_left(state: Mapping[str, Any], needed: int) -> bool:
