@@ -32,7 +32,7 @@ from loopgraphs.eval import (
 )
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model, load_model
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits.registry import get_tools
 
 DB_ENV = "LOOPGRAPHS_DB"

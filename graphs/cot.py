@@ -19,8 +19,8 @@ from typing_extensions import Unpack
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.grammars import answer_key
-from loopgraphs.nodes.parse import content_text, final_answer_of
+from loopgraphs.nodes.parsing.answers import answer_key
+from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run

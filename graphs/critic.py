@@ -27,8 +27,8 @@ from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.grammars import MAX_CLAIMS, Critique, make_claim, parse_critique
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

@@ -11,7 +11,6 @@ for approval or editing before execution (``approve_plan``).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +28,9 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.evaluate import question_text
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.parse import clip, content_text, final_answer_of
+from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
+from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
 from loopgraphs.nodes.runner import Call, Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -108,41 +107,6 @@ REVIEW_STEPS = 3  # review_plan, execute, synthesize
 REACT_STEPS_PER_ITERATION = 3
 REACT_EXTRA_STEPS = 10
 RESULT_CHARS = 2000
-STEP_CHARS = 500
-
-ITEM_RE = re.compile(
-    r"^[ \t>]*(?:\d{1,3}[.):]|[-*•+]|step[ \t]*\d{1,3}[ \t]*[.):-])[ \t]+(\S.*)$",
-    re.IGNORECASE | re.MULTILINE,
-)
-NUMBERING_RE = re.compile(r"^(?:\d{1,3}[.):]|step[ \t]*\d{1,3}[ \t]*[.):-])[ \t]*", re.IGNORECASE)
-DONE_RE = re.compile(r"^[ \t*]*DONE\b", re.MULTILINE)
-STEP_KEYS = ("step", "description", "task", "text", "title", "action")
-
-
-def numbered_items(text: str) -> list[str]:
-    """Read the items of a plain list (``1. x``, ``2) y``, ``- z``, ``Step 3: w``) from text."""
-    items = []
-    for match in ITEM_RE.finditer(clip(text)):
-        item = match.group(1).strip().strip("*_").strip()
-        if item:
-            items.append(item[:STEP_CHARS])
-    return items
-
-
-def clean_steps(value: Any) -> Any:
-    """Normalise what a model gives as steps into a list of non-empty strings."""
-    if isinstance(value, str):
-        return numbered_items(value) or ([value.strip()[:STEP_CHARS]] if value.strip() else [])
-    if not isinstance(value, list):
-        return value
-    steps = []
-    for item in value:
-        if isinstance(item, dict):
-            item = next((item[k] for k in STEP_KEYS if isinstance(item.get(k), str)), "")
-        text = NUMBERING_RE.sub("", str(item).strip(), count=1).strip()
-        if text:
-            steps.append(text[:STEP_CHARS])
-    return steps
 
 
 class _Steps(BaseModel):
@@ -173,20 +137,6 @@ class PlanUpdate(_Steps):
     """The steps still needed, in order; an empty list when the request is answered."""
 
     steps: list[str] = Field(description="the remaining steps in order; [] when nothing is left")
-
-
-def plan_from_text(text: str) -> dict[str, Any] | None:
-    """Regex fallback of the planner: a plain numbered or bulleted list."""
-    items = numbered_items(text)
-    return {"steps": items} if items else None
-
-
-def update_from_text(text: str) -> dict[str, Any] | None:
-    """Regex fallback of the replanner: a list, or ``DONE`` for nothing left."""
-    items = numbered_items(text)
-    if items:
-        return {"steps": items}
-    return {"steps": []} if DONE_RE.search(clip(text)) else None
 
 
 class PlanExecuteOutput(OutputState, total=False):

@@ -26,7 +26,7 @@ from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model
-from loopgraphs.nodes.parse import best_effort_answer, content_text, final_answer_of
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

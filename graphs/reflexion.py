@@ -32,7 +32,8 @@ from loopgraphs.graphs.plan_execute import ReactCall
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, question_text
+from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record
+from loopgraphs.nodes.parsing.text import question_text
 from loopgraphs.nodes.reflect import reflect_on
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (

@@ -26,8 +26,8 @@ from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, w
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.grammars import SelfAskTurn, parse_self_ask
-from loopgraphs.nodes.parse import best_effort_answer, content_text
+from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, parse_self_ask
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

@@ -9,12 +9,9 @@ the best ``beam_width``. A thought holding ``ANSWER:`` ends the search at once; 
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -26,7 +23,8 @@ from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message, user_system
-from loopgraphs.nodes.parse import clip, content_text, extract_json
+from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
@@ -65,18 +63,9 @@ The exploration is over. Using these steps, give the final answer now, starting 
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
-MAX_THOUGHT_CHARS = 2000
 # Graph steps that must still follow a node (see ``steps_left``).
 LEVEL_STEPS = 3  # expand, score_branches, then final_answer
 ANSWER_STEPS = 1  # final_answer
-ANSWER_RE = re.compile(r"ANSWER\**[ \t]*:")
-# The bullet alternatives never share a star with the optional bold prefix, so a long run
-# of "*" is matched in linear time.
-ITEM_RE = re.compile(
-    r"(?:\**(?:(?:step|thought|option|idea)[ \t]*)?(?:\d{1,3}[ \t]*[.):]|[-\u2022])|\*)"
-    r"\**(?:[ \t]+|$)",
-    re.IGNORECASE,
-)
 StopReason = Literal["", "answer", "max_depth", "dead_end", "step_limit"]
 
 
@@ -122,70 +111,6 @@ class ToTState(ToTOutput, LoopState, total=False):
     failures: Annotated[list[str], add_failures]
 
 
-def answer_in(thought: str) -> str | None:
-    """The text after ``ANSWER:`` in a thought, or None (no marker, or nothing after it)."""
-    match = ANSWER_RE.search(clip(thought))
-    if match is None:
-        return None
-    text = match.string[match.end() :].strip().strip("*").strip()
-    return text or None
-
-
-def parse_thoughts(text: str, limit: int) -> list[str]:
-    """Read up to ``limit`` proposed thoughts from a reply.
-
-    Accepts a JSON list (of strings or of objects with a ``thought``/``step`` field), a
-    JSON object holding such a list, or a numbered/bulleted list (lines that follow an
-    item continue it). A reply with no list at all is one thought; an empty one is none.
-    """
-    text = clip(text).strip()
-    if text.startswith("```"):
-        text = text.strip("`").strip()
-        text = text.split("\n", 1)[1] if text.lower().startswith(("json\n", "text\n")) else text
-    items = _json_items(text) if text[:1] in "[{" else None
-    if items is None:
-        items = _list_items(text)
-    thoughts = [item.strip()[:MAX_THOUGHT_CHARS] for item in items if item and item.strip()]
-    return thoughts[:limit]
-
-
-def _json_items(text: str) -> list[str] | None:
-    data: Any = None
-    if text.startswith("["):
-        try:
-            data = json.loads(text[: text.rfind("]") + 1])
-        except (ValueError, RecursionError):
-            return None
-    else:
-        found = extract_json(text) or {}
-        data = next(
-            (found[key] for key in ("thoughts", "steps", "candidates", "options") if key in found),
-            None,
-        )
-    if not isinstance(data, list):
-        return None
-    items = []
-    for entry in data:
-        if isinstance(entry, dict):
-            entry = next((entry[k] for k in ("thought", "step", "text") if k in entry), "")
-        items.append(entry if isinstance(entry, str) else json.dumps(entry, ensure_ascii=False))
-    return items
-
-
-def _list_items(text: str) -> list[str]:
-    items: list[str] = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        match = ITEM_RE.match(stripped)
-        if match is not None:
-            items.append(stripped[match.end() :].strip().lstrip("*").strip())
-        elif items and stripped:
-            items[-1] = f"{items[-1]}\n{stripped}"
-    if not items and text:
-        items = [text]
-    return items
-
-
 def call_budget(
     n_branches: int = 3,
     beam_width: int = 2,
@@ -199,13 +124,6 @@ def call_budget(
     if scoring == "batched":
         return expansions * per_expansion + max_depth + 1
     return expansions * (per_expansion + n_branches) + 1
-
-
-def _problem_of(messages: Sequence[BaseMessage]) -> str:
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return content_text(message.content).strip()
-    return content_text(messages[-1].content).strip() if messages else ""
 
 
 def build_tot(
@@ -225,7 +143,7 @@ def build_tot(
         update: dict[str, Any] = {
             **start_run(state, new_fence()),
             "tool_mode": "none",
-            "problem": _problem_of(state.get("messages", [])),
+            "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
             "depth": 0,
             "candidates": Overwrite([]),
@@ -489,4 +407,4 @@ def create_tot_graph(
     return compile_loop(builder, settings, options, default_name="tot")
 
 
-__all__ = ["Branch", "ToTOutput", "ToTState", "call_budget", "create_tot_graph", "parse_thoughts"]
+__all__ = ["Branch", "ToTOutput", "ToTState", "call_budget", "create_tot_graph"]

@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import structured_call

@@ -9,16 +9,15 @@ a broken evaluator costs a retry, never a crash and never a false success.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from typing import Any, TypeVar
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from loopgraphs.nodes.parse import clip, content_text
+from loopgraphs.nodes.parsing.answers import parse_verdict
 from loopgraphs.nodes.runner import ModelCall
 from loopgraphs.nodes.settings import check_positive
 from loopgraphs.nodes.structured import StructuredResult, structured_call
@@ -42,13 +41,8 @@ EVALUATE_USER = """Question:
 
 EVALUATION_FAILED = "evaluation failed"
 MAX_ANSWER_CHARS = 8000
-MAX_FEEDBACK_CHARS = 2000
 AUTH_FAILURES = frozenset({401, 403})
 PARSE_FAILURES = (ValidationError, OutputParserException)
-
-NEGATIVE_RE = re.compile(r"\b(?:UN|NOT[ \t]+)SATISFACTORY\b", re.IGNORECASE)
-POSITIVE_RE = re.compile(r"\bSATISFACTORY\b", re.IGNORECASE)
-FEEDBACK_TRIM = " \t\r\n:;,.-–—*_\"'`()[]"
 
 
 class Evaluation(BaseModel):
@@ -62,43 +56,11 @@ class Evaluation(BaseModel):
     )
 
 
-def parse_verdict(text: str) -> dict[str, Any] | None:
-    """Read a verdict from free text.
-
-    ``UNSATISFACTORY`` (or ``NOT SATISFACTORY``) anywhere wins over ``SATISFACTORY``,
-    which it contains. The text after the verdict word (else before it) is the feedback.
-
-    Args:
-        text: Any model output.
-
-    Returns:
-        ``{"satisfactory": bool, "feedback": str}``, or None when no verdict word is present.
-    """
-    text = clip(text)
-    match = NEGATIVE_RE.search(text)
-    satisfactory = match is None
-    if match is None:
-        match = POSITIVE_RE.search(text)
-    if match is None:
-        return None
-    after = text[match.end() :].strip(FEEDBACK_TRIM)
-    before = text[: match.start()].strip(FEEDBACK_TRIM)
-    return {"satisfactory": satisfactory, "feedback": (after or before)[:MAX_FEEDBACK_CHARS]}
-
-
 def evaluation_record(evaluation: Evaluation | None) -> dict[str, Any]:
     """The state record of a verdict; no verdict counts as not satisfactory."""
     if evaluation is None:
         return {"satisfactory": False, "feedback": EVALUATION_FAILED}
     return {"satisfactory": bool(evaluation.satisfactory), "feedback": evaluation.feedback.strip()}
-
-
-def question_text(messages: Sequence[AnyMessage]) -> str:
-    """The text of the latest user message (the last message when there is none)."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return content_text(message.content).strip()
-    return content_text(messages[-1].content).strip() if messages else ""
 
 
 def evaluate_answer(

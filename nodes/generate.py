@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import ModelCall
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import counted

@@ -8,7 +8,6 @@ so the next attempt always gets something to act on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator
 from typing import Any
 
@@ -16,7 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from loopgraphs.nodes.generate import call_model
-from loopgraphs.nodes.parse import clip, content_text
+from loopgraphs.nodes.parsing.answers import normalise_reflection
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import ModelCall
 
 REFLECT_SYSTEM = """You help an assistant learn from an attempt that was judged unsatisfactory.
@@ -35,22 +35,7 @@ Evaluator feedback: {feedback}
 
 Write the reflection."""
 
-MAX_REFLECTION_CHARS = 1200
 MAX_ATTEMPT_CHARS = 8000
-LABEL_RE = re.compile(r"[\s*#>_]*reflection[\s*_]*:[\s*_]*", re.IGNORECASE)
-SPACES_RE = re.compile(r"\s+")
-
-
-def normalise_reflection(text: str) -> str:
-    """Drop a leading ``Reflection:`` label, collapse whitespace and cap the length."""
-    text = clip(text).strip()
-    label = LABEL_RE.match(text)
-    if label is not None:
-        text = text[label.end() :]
-    text = SPACES_RE.sub(" ", text).strip().strip('"').strip()
-    if len(text) > MAX_REFLECTION_CHARS:
-        text = text[:MAX_REFLECTION_CHARS].rstrip() + " …"
-    return text
 
 
 def reflect_on(

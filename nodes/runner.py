@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
 from loopgraphs.nodes.errors import describe_error, should_reraise
-from loopgraphs.nodes.parse import best_effort_answer
+from loopgraphs.nodes.parsing.text import best_effort_answer
 
 
 @dataclass(frozen=True)

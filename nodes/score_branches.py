@@ -15,7 +15,6 @@ so the caller's ``guard`` can retry it or end the run with ``status="error"``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -23,7 +22,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from loopgraphs.nodes.parse import clip, content_text
+from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.parsing.thoughts import (
+    MAX_SCORE,
+    MIN_SCORE,
+    clamp,
+    fit,
+    parse_score,
+    parse_scores,
+)
 from loopgraphs.nodes.runner import ModelBatch, ModelCall
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import add_usage, empty_usage
@@ -49,17 +56,6 @@ Reply with one line per candidate, in order, in the form "<candidate number>: <s
 or as JSON {{"scores": [...]}} holding exactly {count} integers in candidate order."""
 
 NO_STEPS = "(none yet)"
-MIN_SCORE, MAX_SCORE = 0, 10
-MAX_SCORE_LINE = 200
-
-_SCORE_WORD_RE = re.compile(r"score[^0-9\n]{0,20}?(\d{1,3})(?!\d)", re.IGNORECASE)
-_INT_RE = re.compile(r"(?<!\d)(\d{1,3})(?!\d)")
-_INT_LIST_RE = re.compile(r"\[([0-9 \t\r\n,.]{1,4000})\]")
-_INDEXED_RE = re.compile(
-    r"(\d{1,3})[ \t*]*[:.)=\-\u2013\u2014][ \t*]*(?:score[ \t]*[:=]?[ \t]*)?(\d{1,3})(?!\d)",
-    re.IGNORECASE,
-)
-_LABELS = ("candidate", "option", "branch", "path")
 
 
 class Score(BaseModel):
@@ -80,62 +76,6 @@ def render_path(thoughts: Sequence[str], indent: str = "") -> str:
     if not thoughts:
         return f"{indent}{NO_STEPS}"
     return "\n".join(f"{indent}Step {i}: {thought}" for i, thought in enumerate(thoughts, 1))
-
-
-def clamp(value: int) -> int:
-    """Bring a score into 0..10."""
-    return max(MIN_SCORE, min(MAX_SCORE, int(value)))
-
-
-def parse_score(text: str) -> dict[str, Any] | None:
-    """Read one score from free text: after the word "score", else the first integer 0..10."""
-    text = clip(text)
-    match = _SCORE_WORD_RE.search(text)
-    if match is not None and int(match.group(1)) <= MAX_SCORE:
-        return {"score": int(match.group(1)), "reason": ""}
-    for found in _INT_RE.finditer(text):
-        if int(found.group(1)) <= MAX_SCORE:
-            return {"score": int(found.group(1)), "reason": ""}
-    return None
-
-
-def parse_scores(text: str, count: int) -> dict[str, Any] | None:
-    """Read ``count`` scores from free text.
-
-    Lines such as ``1: 7``, ``Candidate 2 - 4`` or ``3) score 9`` are read by candidate
-    number (missing candidates get 0); otherwise a bracketed list of integers, otherwise
-    every integer in the text, in order. The list is padded with 0 or cut to ``count``.
-    """
-    text = clip(text)
-    indexed: dict[int, int] = {}
-    for raw_line in text.splitlines():
-        if not raw_line or raw_line.isspace():
-            continue
-        line = raw_line.strip().lstrip("*#").strip()[:MAX_SCORE_LINE]
-        lowered = line.lower()
-        for label in _LABELS:
-            if lowered.startswith(label):
-                line = line[len(label) :].lstrip(" \t#")
-                break
-        match = _INDEXED_RE.match(line)
-        if match is not None:
-            indexed.setdefault(int(match.group(1)), int(match.group(2)))
-    if indexed:
-        base = 0 if 0 in indexed else 1
-        values = [indexed.get(i + base, 0) for i in range(count)]
-    else:
-        bracket = _INT_LIST_RE.search(text)
-        source = bracket.group(1) if bracket is not None else text
-        values = [int(found.group(1)) for found in _INT_RE.finditer(source)]
-        if not values:
-            return None
-    return {"scores": fit(values, count)}
-
-
-def fit(values: Sequence[int], count: int) -> list[int]:
-    """Clamp scores to 0..10, pad with 0 or cut to ``count``."""
-    scores = [clamp(value) for value in values[:count]]
-    return scores + [0] * (count - len(scores))
 
 
 def _prompt(system: SystemMessage | None, text: str) -> list[BaseMessage]:

@@ -28,7 +28,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.errors import is_form_rejection
-from loopgraphs.nodes.parse import content_text, extract_json
+from loopgraphs.nodes.parsing.json_text import extract_json
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import ModelCall
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
 from loopgraphs.state import Usage, add_usage, empty_usage, usage_of

@@ -41,13 +41,8 @@ from loopgraphs.models import capabilities
 from loopgraphs.nodes.call_tool import ToolGuard, make_tool_node, run_calls, unfence
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.parse import (
-    Step,
-    content_text,
-    final_answer_of,
-    parse_json_text,
-    parse_react_text,
-)
+from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
 from loopgraphs.nodes.runner import Call, ModelCall
 from loopgraphs.nodes.settings import LoopSettings

@@ -23,7 +23,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import PrivateAttr, ValidationError
 
-from loopgraphs.nodes.parse import content_text, extract_json
+from loopgraphs.nodes.parsing.json_text import extract_json
+from loopgraphs.nodes.parsing.text import content_text
 
 Reply = str | AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 

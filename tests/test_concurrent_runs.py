@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import LOOPS, build_loop, prompts
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ScriptedChatModel, calls, tool_call
 from tests.test_adversarial import case_of, loop_names, takes
 

@@ -6,15 +6,14 @@ import json
 
 import pytest
 
-from loopgraphs.nodes.evaluate import (
-    Evaluation,
-    evaluate_answer,
-    evaluation_record,
+from loopgraphs.nodes.evaluate import Evaluation, evaluate_answer, evaluation_record
+from loopgraphs.nodes.parsing.answers import (
+    MAX_REFLECTION_CHARS,
+    normalise_reflection,
     parse_verdict,
-    question_text,
 )
-from loopgraphs.nodes.parse import content_text
-from loopgraphs.nodes.reflect import MAX_REFLECTION_CHARS, normalise_reflection, reflect_on
+from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.reflect import reflect_on
 from loopgraphs.nodes.runner import run_sync
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import model_for

@@ -24,7 +24,7 @@ from loopgraphs.eval import (
     score,
 )
 from loopgraphs.graphs.registry import LOOPS
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
 from loopgraphs.toolkits.knowledge import RELATION_SENTENCES
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call

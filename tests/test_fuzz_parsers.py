@@ -10,7 +10,6 @@ be parsed well under a second and ten times the input may cost at most ~20 times
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import random
@@ -23,7 +22,46 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopgraphs.nodes import parse
+from loopgraphs.graphs.cot import majority
+from loopgraphs.nodes.call_tool import unfence
+from loopgraphs.nodes.parsing.answers import (
+    MAX_REFLECTION_CHARS,
+    answer_key,
+    normalise_reflection,
+    parse_verdict,
+)
+from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, make_claim, parse_critique
+from loopgraphs.nodes.parsing.json_text import (
+    extract_json,
+    json_objects,
+    json_spans,
+    tool_input_value,
+)
+from loopgraphs.nodes.parsing.plans import (
+    clean_steps,
+    numbered_items,
+    plan_from_text,
+    update_from_text,
+)
+from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.self_ask import parse_self_ask
+from loopgraphs.nodes.parsing.text import (
+    FINAL_ANSWER_RE,
+    ListItem,
+    after_marker,
+    content_text,
+    final_answer_of,
+    list_items,
+    strip_marker,
+    tidy,
+)
+from loopgraphs.nodes.parsing.thoughts import (
+    SCORE_SEPARATORS,
+    answer_in,
+    parse_score,
+    parse_scores,
+    parse_thoughts,
+)
 
 
 @dataclass(frozen=True)
@@ -31,13 +69,6 @@ class Parser:
     name: str
     run: Callable[[str], Any]
     check: Callable[[Any], bool]
-
-
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
 
 
 def _is_str_or_none(value: Any) -> bool:
@@ -50,7 +81,7 @@ def _is_dict_or_none(value: Any) -> bool:
 
 def _is_step(value: Any) -> bool:
     return (
-        isinstance(value, parse.Step)
+        isinstance(value, Step)
         and value.kind in ("final", "action", "none")
         and isinstance(value.answer, str)
         and isinstance(value.action, str)
@@ -80,117 +111,95 @@ def _steps(value: Any) -> bool:
     return value is None or _str_list()(value["steps"])
 
 
-def _parsers() -> list[Parser]:
-    found = [
-        Parser("parse_react_text", parse.parse_react_text, _is_step),
-        Parser("parse_json_text", parse.parse_json_text, _is_step),
-        Parser("extract_json", parse.extract_json, _is_dict_or_none),
-        Parser("final_answer_of", parse.final_answer_of, lambda v: isinstance(v, str)),
-        Parser(
-            "after_marker",
-            lambda text: parse.after_marker(text, parse.FINAL_ANSWER_RE),
-            _is_str_or_none,
-        ),
-        Parser("content_text", parse.content_text, lambda v: isinstance(v, str)),
-        Parser(
-            "json_spans",
-            parse.json_spans,
-            lambda v: all(0 <= start < end for start, end in v),
-        ),
-    ]
-    grammars = _optional("loopgraphs.nodes.grammars")
-    if grammars is not None:
-        found += [
-            Parser(
-                "parse_self_ask",
-                grammars.parse_self_ask,
-                lambda v: (
-                    v.kind in ("final", "tool", "follow_up", "intermediate", "none")
-                    and isinstance(v.answer, str)
-                    and isinstance(v.question, str)
-                ),
-            ),
-            Parser(
-                "parse_critique",
-                grammars.parse_critique,
-                lambda v: (
-                    isinstance(v.verified, bool)
-                    and len(v.claims) <= grammars.MAX_CLAIMS
-                    and all({"claim", "tool", "tool_input"} <= set(c) for c in v.claims)
-                ),
-            ),
-            Parser(
-                "tool_input_value",
-                grammars.tool_input_value,
-                lambda v: isinstance(v, (dict, str)),
-            ),
-            Parser("answer_key", grammars.answer_key, lambda v: isinstance(v, str)),
-            Parser(
-                "make_claim",
-                lambda text: grammars.make_claim(text, "search", text),
-                lambda v: v is None or v["tool"],
-            ),
-            Parser(
-                "unfence",
-                lambda text: grammars.unfence(text, "0123456789ab"),
-                lambda v: isinstance(v, str),
-            ),
-        ]
-    tot = _optional("loopgraphs.graphs.tot")
-    if tot is not None:
-        found += [
-            Parser("tot.parse_thoughts", lambda text: tot.parse_thoughts(text, 5), _str_list(5)),
-            Parser(
-                "tot.answer_in", tot.answer_in, lambda v: v is None or (v and isinstance(v, str))
-            ),
-        ]
-    scoring = _optional("loopgraphs.nodes.score_branches")
-    if scoring is not None:
-        found += [
-            Parser("parse_score", scoring.parse_score, _score),
-            Parser("parse_scores", lambda text: scoring.parse_scores(text, 4), _scores),
-        ]
-    plan = _optional("loopgraphs.graphs.plan_execute")
-    if plan is not None:
-        found += [
-            Parser("plan.numbered_items", plan.numbered_items, _str_list()),
-            Parser("plan.plan_from_text", plan.plan_from_text, _steps),
-            Parser(
-                "plan.update_from_text", plan.update_from_text, lambda v: v is None or _steps(v)
-            ),
-            Parser("plan.clean_steps", plan.clean_steps, _str_list()),
-        ]
-    evaluate = _optional("loopgraphs.nodes.evaluate")
-    if evaluate is not None:
-        found.append(
-            Parser(
-                "parse_verdict",
-                evaluate.parse_verdict,
-                lambda v: v is None or isinstance(v["satisfactory"], bool),
-            )
-        )
-    reflect = _optional("loopgraphs.nodes.reflect")
-    if reflect is not None:
-        found.append(
-            Parser(
-                "normalise_reflection",
-                reflect.normalise_reflection,
-                lambda v: isinstance(v, str) and len(v) <= reflect.MAX_REFLECTION_CHARS + 2,
-            )
-        )
-    cot = _optional("loopgraphs.graphs.cot")
-    if cot is not None:
-        found.append(
-            Parser(
-                "cot.majority",
-                lambda text: cot.majority([text, text[: len(text) // 2], text]),
-                lambda v: v[0] in (0, 1, 2) and isinstance(v[1], dict),
-            )
-        )
-    return found
+def _items(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, ListItem)
+        and (item.number is None or 0 <= item.number <= 999)
+        and isinstance(item.text, str)
+        and all(isinstance(line, str) and line for line in item.more)
+        for item in value
+    )
 
 
-PARSERS = _parsers()
+PARSERS = [
+    Parser("parse_react_text", parse_react_text, _is_step),
+    Parser("parse_json_text", parse_json_text, _is_step),
+    Parser("extract_json", extract_json, _is_dict_or_none),
+    Parser(
+        "json_objects",
+        json_objects,
+        lambda v: all(isinstance(item, dict) and item for item in v),
+    ),
+    Parser("json_spans", json_spans, lambda v: all(0 <= start < end for start, end in v)),
+    Parser("tool_input_value", tool_input_value, lambda v: isinstance(v, (dict, str))),
+    Parser("final_answer_of", final_answer_of, lambda v: isinstance(v, str)),
+    Parser(
+        "after_marker",
+        lambda text: after_marker(text, FINAL_ANSWER_RE),
+        _is_str_or_none,
+    ),
+    Parser("content_text", content_text, lambda v: isinstance(v, str)),
+    Parser("tidy", tidy, lambda v: isinstance(v, str)),
+    Parser("list_items", list_items, _items),
+    Parser(
+        "list_items.tight",
+        lambda text: list_items(text, separators=SCORE_SEPARATORS, tight=True),
+        _items,
+    ),
+    Parser("strip_marker", strip_marker, lambda v: isinstance(v, str)),
+    Parser(
+        "parse_self_ask",
+        parse_self_ask,
+        lambda v: (
+            v.kind in ("final", "tool", "follow_up", "intermediate", "none")
+            and isinstance(v.answer, str)
+            and isinstance(v.question, str)
+        ),
+    ),
+    Parser(
+        "parse_critique",
+        parse_critique,
+        lambda v: (
+            isinstance(v.verified, bool)
+            and len(v.claims) <= MAX_CLAIMS
+            and all({"claim", "tool", "tool_input"} <= set(c) for c in v.claims)
+        ),
+    ),
+    Parser(
+        "make_claim",
+        lambda text: make_claim(text, "search", text),
+        lambda v: v is None or v["tool"],
+    ),
+    Parser("answer_key", answer_key, lambda v: isinstance(v, str)),
+    Parser(
+        "parse_verdict",
+        parse_verdict,
+        lambda v: v is None or isinstance(v["satisfactory"], bool),
+    ),
+    Parser(
+        "normalise_reflection",
+        normalise_reflection,
+        lambda v: isinstance(v, str) and len(v) <= MAX_REFLECTION_CHARS + 2,
+    ),
+    Parser("parse_thoughts", lambda text: parse_thoughts(text, 5), _str_list(5)),
+    Parser("answer_in", answer_in, lambda v: v is None or (v and isinstance(v, str))),
+    Parser("parse_score", parse_score, _score),
+    Parser("parse_scores", lambda text: parse_scores(text, 4), _scores),
+    Parser("numbered_items", numbered_items, _str_list()),
+    Parser("plan_from_text", plan_from_text, _steps),
+    Parser("update_from_text", update_from_text, lambda v: v is None or _steps(v)),
+    Parser("clean_steps", clean_steps, _str_list()),
+    Parser(
+        "unfence",
+        lambda text: unfence(text, "0123456789ab"),
+        lambda v: isinstance(v, str),
+    ),
+    Parser(
+        "cot.majority",
+        lambda text: majority([text, text[: len(text) // 2], text]),
+        lambda v: v[0] in (0, 1, 2) and isinstance(v[1], dict),
+    ),
+]
 IDS = [parser.name for parser in PARSERS]
 
 # ---------------------------------------------------------------- strategies

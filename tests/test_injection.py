@@ -17,7 +17,7 @@ from langchain_core.messages import SystemMessage, ToolMessage
 
 from loopgraphs import create_react_graph, prompts
 from loopgraphs.nodes.call_tool import fence_output, new_fence
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
 CORPUS = Path(__file__).parent / "data" / "injections.txt"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loopgraphs import create_react_graph
-from loopgraphs.nodes.parse import content_text, parse_json_text
+from loopgraphs.nodes.parsing.react import parse_json_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, make_search_tool
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from loopgraphs.cli import main
 from loopgraphs.graphs.react import create_react_graph
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,16 +12,9 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from loopgraphs.graphs.plan_execute import (
-    Plan,
-    PlanUpdate,
-    call_budget,
-    create_plan_execute_graph,
-    numbered_items,
-    plan_from_text,
-    update_from_text,
-)
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.graphs.plan_execute import Plan, PlanUpdate, call_budget, create_plan_execute_graph
+from loopgraphs.nodes.parsing.plans import numbered_items, plan_from_text, update_from_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 

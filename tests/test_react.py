@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from loopgraphs import create_react_graph
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 

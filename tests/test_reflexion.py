@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from loopgraphs.graphs.reflexion import call_budget, create_reflexion_graph, with_reflections
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 

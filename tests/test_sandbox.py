@@ -20,7 +20,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from loopgraphs import create_react_graph
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, make_file_tools, make_search_tool
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 

@@ -12,8 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.nodes.grammars import parse_self_ask
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.self_ask import parse_self_ask
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, model_for
 

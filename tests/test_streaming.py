@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopgraphs import LOOPS, build_loop, create_react_graph
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ScriptedChatModel
 from tests.scripts import act, final, model_for
 

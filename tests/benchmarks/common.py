@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from loopgraphs.nodes.parse import content_text
+from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ScriptedChatModel
 
 NATIVE_PROFILE = {"tool_calling": True, "structured_output": True}

@@ -1,0 +1,176 @@
+"""The Self-Ask grammar: follow-up questions, intermediate answers, named tools and the
+final answer line."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
+from loopgraphs.nodes.parsing.text import clip, final_answer_of, tidy
+
+SO_FINAL_RE = re.compile(r"So[ \t]+the[ \t]+final[ \t]+answer[ \t]+is[ \t]*:", re.IGNORECASE)
+NEEDED_RE = re.compile(
+    r"\s*Are[ \t]+follow[ \t_-]*up[ \t]+questions[ \t]+needed[ \t]+here[ \t]*\??[ \t]*:?"
+    r"[ \t]*(?:yes|no)?[ \t.!,]*",
+    re.IGNORECASE,
+)
+SELF_ASK_LINE_RE = re.compile(
+    r"[ \t>*_#-]*(follow[ \t_-]*up(?:[ \t]+question)?|intermediate[ \t_]+answer"
+    r"|tool[ \t_]*input|tool)[ \t*_]*:[ \t*_]*",
+    re.IGNORECASE,
+)
+
+SelfAskKind = Literal["final", "tool", "follow_up", "intermediate", "none"]
+
+
+@dataclass
+class SelfAskTurn:
+    """One parsed Self-Ask reply.
+
+    ``kind`` is ``"final"`` (``answer`` set), ``"tool"`` (a named tool: ``tool`` and
+    ``tool_input`` set, ``question`` when a follow-up was also written), ``"follow_up"``
+    (``question`` set), ``"intermediate"`` (only an intermediate answer, nothing asked)
+    or ``"none"`` (no marker: ``answer`` is the reply's text). ``intermediate`` is an
+    intermediate answer the model wrote itself before anything else in the reply (the
+    answer to its previous follow-up when no tool answers them).
+    """
+
+    kind: SelfAskKind
+    answer: str = ""
+    question: str = ""
+    tool: str = ""
+    tool_input: dict[str, Any] | str = ""
+    intermediate: str | None = None
+
+
+def _marker_key(raw: str) -> str:
+    word = raw.lower()
+    if word.startswith("follow"):
+        return "follow_up"
+    if word.startswith("intermediate"):
+        return "intermediate"
+    return "tool_input" if "input" in word else "tool"
+
+
+def _without_preamble(text: str) -> str:
+    match = NEEDED_RE.match(text)
+    rest = text[match.end() :].strip() if match else text.strip()
+    return rest or text.strip()
+
+
+def parse_self_ask(text: str) -> SelfAskTurn:
+    """Parse one Self-Ask reply.
+
+    ``So the final answer is:`` wins over everything else. Otherwise the reply is read
+    up to the first follow-up question: an ``Intermediate answer:`` before it is kept
+    (the model answering its previous question), a named tool (``Tool:`` with
+    ``Tool Input:``) wins over a bare ``Follow up:``, and anything after an intermediate
+    answer that follows the question is ignored (a model inventing the tool's result).
+    Replies in JSON (``final_answer``, ``follow_up``, ``tool``, ``tool_input``) are read
+    too when no marker is found.
+
+    Args:
+        text: The model's reply.
+
+    Returns:
+        The parsed turn; ``kind="none"`` carries the reply's text as the answer.
+    """
+    text = clip(text)
+    final = SO_FINAL_RE.search(text)
+    head = text[: final.start()] if final else text
+    intermediate: list[str] | None = None
+    question: str | None = None
+    tool: str | None = None
+    tool_input: list[str] | None = None
+    collecting: list[str] | None = None
+    for line in head.splitlines():
+        if NEEDED_RE.match(line):
+            collecting = None
+            continue
+        match = SELF_ASK_LINE_RE.match(line)
+        if match is None:
+            if collecting is not None and (line.strip() or collecting is intermediate):
+                collecting.append(line)
+            elif not line.strip():
+                collecting = None
+            continue
+        key, rest = _marker_key(match.group(1)), line[match.end() :]
+        if key == "intermediate":
+            if question is not None or tool is not None:
+                break
+            if intermediate is None:
+                intermediate = [rest]
+                collecting = intermediate
+            continue
+        if key == "follow_up":
+            if question is not None:
+                break
+            question, collecting = tidy(rest), None
+        elif key == "tool":
+            if tool is not None:
+                break
+            tool, collecting = tidy(rest), None
+        elif tool_input is None:
+            tool_input = [rest]
+            collecting = tool_input
+    said = "\n".join(intermediate).strip() if intermediate is not None else None
+    if final is not None:
+        answer = tidy(text[final.end() :])
+        if answer:
+            return SelfAskTurn("final", answer=answer, intermediate=said)
+    if tool:
+        raw_input = "\n".join(tool_input).strip() if tool_input is not None else ""
+        if not raw_input and "(" in tool and tool.endswith(")"):
+            tool, raw_input = tool[: tool.index("(")].strip(), tool[tool.index("(") + 1 : -1]
+        value: dict[str, Any] | str = tool_input_value(raw_input) if raw_input else question or ""
+        return SelfAskTurn(
+            "tool",
+            question=question or (value if isinstance(value, str) else json.dumps(value)),
+            tool=tool,
+            tool_input=value,
+            intermediate=said,
+        )
+    if question:
+        return SelfAskTurn("follow_up", question=question, intermediate=said)
+    if said:
+        return SelfAskTurn("intermediate", intermediate=said)
+    from_json = _self_ask_json(text)
+    if from_json is not None:
+        return from_json
+    return SelfAskTurn("none", answer=final_answer_of(_without_preamble(text)))
+
+
+def _text_field(data: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _self_ask_json(text: str) -> SelfAskTurn | None:
+    objects = json_objects(text, limit=3)
+    if not objects:
+        return None
+    data = objects[0]
+    answer = _text_field(data, "final_answer", "answer")
+    if answer:
+        return SelfAskTurn("final", answer=answer)
+    question = _text_field(data, "follow_up", "question")
+    tool = _text_field(data, "tool", "tool_name")
+    raw_input = data.get("tool_input", data.get("input"))
+    if tool:
+        value: dict[str, Any] | str
+        if isinstance(raw_input, dict):
+            value = raw_input
+        elif raw_input is None:
+            value = question
+        else:
+            value = str(raw_input)
+        return SelfAskTurn("tool", question=question or str(value), tool=tool, tool_input=value)
+    if question:
+        return SelfAskTurn("follow_up", question=question)
+    return None

@@ -1,0 +1,151 @@
+"""Message text, answer markers, the question, and the items of plain-text lists."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from loopgraphs.nodes.parsing import MAX_PARSE_CHARS
+
+FINAL_ANSWER_RE = re.compile(r"FINAL[ _]ANSWER\s*:[ \t]*", re.IGNORECASE)
+ITEM_LABELS = r"(?:step|thought|option|idea|candidate|branch|path)"
+ITEM_SEPARATORS = ".):"
+
+
+def clip(text: str, limit: int = MAX_PARSE_CHARS) -> str:
+    """Cut text to the size the parsers look at."""
+    return text if len(text) <= limit else text[:limit]
+
+
+def content_text(content: Any) -> str:
+    """Flatten message content (a string or a list of content blocks) to text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def tidy(text: str) -> str:
+    """Text without surrounding whitespace, markdown emphasis and backticks."""
+    return text.strip().strip("*_`").strip()
+
+
+def after_marker(text: str, pattern: re.Pattern[str]) -> str | None:
+    """Return the stripped text after the first match of ``pattern``, or None."""
+    match = pattern.search(clip(text))
+    if match is None:
+        return None
+    return match.string[match.end() :].strip()
+
+
+def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> str:
+    """The text after an answer marker, or the whole reply when the marker is absent."""
+    found = after_marker(text, pattern)
+    return found if found else text.strip()
+
+
+def question_text(messages: Sequence[AnyMessage]) -> str:
+    """The text of the latest user message (the last message when there is none)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return content_text(message.content).strip()
+    return content_text(messages[-1].content).strip() if messages else ""
+
+
+def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
+    """The most useful text already in a transcript: the last assistant text, else the
+    last tool result, else an empty string."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            text = content_text(message.content).strip()
+            if text:
+                return text
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            return content_text(message.content).strip()
+    return ""
+
+
+@dataclass(frozen=True)
+class ListItem:
+    """One item of a plain-text list: its number (None for a bullet), the text on the
+    marker's line and the lines that follow it up to the next item."""
+
+    number: int | None
+    text: str
+    more: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=8)
+def _item_pattern(separators: str, tight: bool) -> re.Pattern[str]:
+    # Quote and heading marks, then a number with its separator (``1.``, ``2)``,
+    # ``**Step 3**:``; a labelled number may also take ``-``) or a bullet (``-``, ``+``,
+    # ``•``, ``*``). Neighbouring repeats never share a character, so a long run of any
+    # one character is matched in linear time.
+    seps = re.escape(separators)
+    after = r"[ \t*]*" if tight else r"\**(?:[ \t]+|$)"
+    return re.compile(
+        r"[>#\s]*(?:\**(?:"
+        rf"{ITEM_LABELS}[ \t#]*(?P<labelled>\d{{1,3}})[ \t*]*[{seps}\-]"
+        rf"|(?P<number>\d{{1,3}})[ \t*]*[{seps}]"
+        r"|[-+\u2022])|\*)" + after,
+        re.IGNORECASE,
+    )
+
+
+def _marker(line: str, separators: str, tight: bool) -> tuple[int | None, str] | None:
+    match = _item_pattern(separators, tight).match(line)
+    if match is None:
+        return None
+    digits = match.group("labelled") or match.group("number")
+    return (int(digits) if digits else None), line[match.end() :].strip()
+
+
+def strip_marker(line: str) -> str:
+    """A line without its list marker (``1.``, ``2)``, ``- ``, ``Step 3:``), stripped."""
+    found = _marker(line.strip(), ITEM_SEPARATORS, False)
+    return found[1] if found is not None else line.strip()
+
+
+def list_items(
+    text: str, *, separators: str = ITEM_SEPARATORS, tight: bool = False
+) -> list[ListItem]:
+    """Read the items of a plain-text list.
+
+    An item starts at a line holding a number and a separator (``1.``, ``2)``, ``3:``,
+    ``Step 4:``, ``**5.**``, ``Candidate 6 -``) or a bullet (``-``, ``*``, ``+``, ``•``),
+    after optional quote or heading marks, followed by a space or the line's end. Its text
+    is the rest of that line without markdown emphasis; the non-empty lines after it, up to
+    the next item, are its ``more`` lines. Lines before the first item are ignored.
+
+    Args:
+        text: Any model output (cut to ``MAX_PARSE_CHARS``).
+        separators: The characters that may follow an item's number.
+        tight: Let the text follow a numbered marker without a space (``1:7``), as lists
+            of scores do.
+
+    Returns:
+        The items in order; empty when the text holds no list.
+    """
+    items: list[tuple[int | None, str, list[str]]] = []
+    for line in clip(text).splitlines():
+        stripped = line.strip()
+        found = _marker(stripped, separators, tight)
+        if found is not None:
+            number, rest = found
+            items.append((number, rest.strip("*_").strip(), []))
+        elif items and stripped:
+            items[-1][2].append(stripped)
+    return [ListItem(number, first, tuple(more)) for number, first, more in items]
