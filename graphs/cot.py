@@ -16,6 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
+from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
@@ -24,11 +25,6 @@ from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
-
-COT_SYSTEM = """You are a careful problem solver. Work through the problem step by step:
-write each step on its own line (Step 1:, Step 2:, ...), checking every intermediate value
-before you use it. When you are done, write the result on a last line that starts with
-FINAL ANSWER: followed only by the answer."""
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -108,7 +104,7 @@ def build_cot(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        prompt = [system_message(run, state, COT_SYSTEM), *state["messages"]]
+        prompt = [system_message(run, state, prompts.COT_SYSTEM), *state["messages"]]
         if not voting:
             reply, update = yield from call_model(run.chat_model, prompt)
             return {**update, "samples": [content_text(reply.content)], "messages": [reply]}

@@ -41,57 +41,6 @@ from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
 from loopgraphs.state import LoopState, OutputState, start_run
 
-CRITIQUE_TEXT_SYSTEM = """You check a draft answer for factual errors before it is sent.
-Find the specific claims in the draft that could be wrong and can be checked (numbers,
-dates, names, places, quantities) and say how to check each one with a tool.
-Available tools:
-{tools}
-
-Reply with one block per claim, in exactly this format:
-CLAIM: <the claim as the draft states it>
-TOOL: <tool name>
-TOOL INPUT: <input for the tool: plain text, or JSON arguments>
-
-If the evidence already gathered confirms every claim, or the draft has nothing to
-check, reply with only the word VERIFIED.
-{fence_note}"""
-
-CRITIQUE_JSON_SYSTEM = """You check a draft answer for factual errors before it is sent.
-Find the specific claims in the draft that could be wrong and can be checked (numbers,
-dates, names, places, quantities) and say how to check each one with a tool.
-Available tools:
-{tools}
-
-Reply with a JSON object: "verified" is true when the evidence already gathered
-confirms every claim or the draft has nothing to check; otherwise "claims" lists, for
-each claim to check, "claim" (as the draft states it), "tool" (a tool name) and
-"tool_input" (plain text, or the tool's JSON arguments as a string).
-{fence_note}"""
-
-CRITIQUE_REQUEST = """Draft answer to check:
-{draft}
-{evidence}
-List the claims to verify, or reply VERIFIED."""
-
-EVIDENCE = """
-Evidence already gathered:
-{results}
-"""
-
-REVISE_SYSTEM = """You revise a draft answer using verification results from tools.
-Correct every statement the results contradict, keep what they confirm, and do not add
-facts that neither the draft nor the results support. Reply with only the revised
-answer, written for the user, with no notes about the checks.
-{fence_note}"""
-
-REVISE_REQUEST = """Draft answer:
-{draft}
-
-Verification results:
-{results}
-
-Write the revised answer."""
-
 # Graph steps that must still follow a node (see ``steps_left``).
 DRAFT_STEPS = 1  # generate
 ROUND_STEPS = 4  # critique, parse, call_tool, revise
@@ -223,18 +172,18 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         mode = state.get("tool_mode", "text")
         earlier = state.get("claims", [])
         evidence = (
-            EVIDENCE.format(
+            prompts.CRITIQUE_EVIDENCE.format(
                 results=_results(earlier, state.get("fence", ""), run.max_tool_output_chars)
             )
             if earlier
             else ""
         )
         request = HumanMessage(
-            CRITIQUE_REQUEST.format(draft=state.get("draft", ""), evidence=evidence)
+            prompts.CRITIQUE_REQUEST.format(draft=state.get("draft", ""), evidence=evidence)
         )
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
-            system = CRITIQUE_JSON_SYSTEM.format(
+            system = prompts.CRITIQUE_JSON_SYSTEM.format(
                 tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
             )
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
@@ -256,7 +205,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                     "critique": text,
                     "critique_data": data,
                 }
-        system = CRITIQUE_TEXT_SYSTEM.format(
+        system = prompts.CRITIQUE_TEXT_SYSTEM.format(
             tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
         )
         reply, update = yield from call_model(
@@ -326,8 +275,10 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         number = state.get("round", 1)
         checked = [item for item in state.get("claims", []) if item.get("round") == number]
         results = _results(checked, state.get("fence", ""), run.max_tool_output_chars)
-        system = REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
-        request = HumanMessage(REVISE_REQUEST.format(draft=state.get("draft", ""), results=results))
+        system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
+        request = HumanMessage(
+            prompts.REVISE_REQUEST.format(draft=state.get("draft", ""), results=results)
+        )
         reply, update = yield from call_model(
             run.chat_model, [system_message(run, state, system), *conversation(state), request]
         )

@@ -3,9 +3,10 @@
 Graph: ``prepare → plan → [review_plan] → execute → [replan] → execute … → synthesize``.
 The planner writes numbered steps; each visit of ``execute`` runs one step through the
 compiled ReAct subgraph (with the request, the plan and the earlier results as context);
-``synthesize`` writes the answer from the step results in one call. Optionally the
-remaining steps are revised after each step (``replan``) and the plan is shown to a human
-for approval or editing before execution (``approve_plan``).
+``synthesize`` writes the answer in one call, with the synthesis prompt ReAct uses (the
+step results as the work log, the latest result as the draft). Optionally the remaining
+steps are revised after each step (``replan``) and the plan is shown to a human for
+approval or editing before execution (``approve_plan``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field, field_validator, model_validator
 from typing_extensions import Unpack
 
+from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
@@ -43,59 +45,6 @@ from loopgraphs.nodes.settings import (
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import resolve_mode
 from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
-
-PLANNER_SYSTEM = """You plan the work on a request before anyone starts on it.
-Split the user's latest request into {low} to {high} short steps, in order. Each step is one
-concrete sub-task that a worker with the tools below can carry out on its own; name the
-things it is about (never "it" or "the above"). The last step produces what the final
-answer needs. Do not carry out the steps yourself.
-
-Tools the worker can use:
-{tools}
-
-Without JSON, reply with a numbered list of the steps ("1. ...", one per line)."""
-
-NO_TOOLS = "(none: each step is done by reasoning alone)"
-
-EXECUTE_STEP = """You are carrying out one step of a plan made for this request:
-{request}
-
-The plan:
-{plan}
-
-Results of the earlier steps:
-{results}
-
-Now do step {number} only: {step}
-Give the result of this step as your final answer."""
-
-REPLAN_SYSTEM = """You keep a plan up to date while it is carried out. From the results so
-far, return the steps still needed to answer the request, in order, at most {room}. Keep the
-planned steps that still make sense, change or drop the others, and return an empty list
-when the results already answer the request. Without JSON, reply with a numbered list of the
-steps, or with DONE when nothing is left to do."""
-
-REPLAN_USER = """Request:
-{request}
-
-Steps done and their results:
-{results}
-
-Steps still planned:
-{remaining}"""
-
-SYNTHESIZE_SYSTEM = """You write the final answer to the user's request from the results of
-the steps of a plan. Answer directly and concisely, in the language of the request. Use only
-the results given and say what is missing if they are incomplete. Do not describe the plan,
-the steps or the tools."""
-
-SYNTHESIZE_USER = """Request:
-{request}
-
-Step results:
-{results}
-
-Write the final answer."""
 
 PLAN_MIN_ASKED = 3
 PLAN_MAX_ASKED = 7
@@ -196,7 +145,7 @@ def numbered(steps: Sequence[str]) -> str:
 def results_text(results: Sequence[dict[str, str]]) -> str:
     """Earlier step results for a prompt, each cut to 2,000 characters."""
     if not results:
-        return "(none yet)"
+        return prompts.NOTHING_YET
     lines = []
     for i, record in enumerate(results, 1):
         note = "" if record.get("status") == "completed" else f" [{record.get('status')}]"
@@ -269,8 +218,10 @@ def build_plan_execute(
     def plan(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         high = min(PLAN_MAX_ASKED, max_steps)
-        instructions = PLANNER_SYSTEM.format(
-            low=min(PLAN_MIN_ASKED, high), high=high, tools=run.tools.describe() or NO_TOOLS
+        instructions = prompts.PLANNER_SYSTEM.format(
+            low=min(PLAN_MIN_ASKED, high),
+            high=high,
+            tools=run.tools.describe() or prompts.PLANNER_NO_TOOLS,
         )
         prompt = [system_message(run, state, instructions), *state["messages"]]
         result = yield from structured_call(
@@ -291,7 +242,7 @@ def build_plan_execute(
         steps = state.get("plan") or []
         index = state.get("current_step", 0)
         done = list(state.get("step_results") or [])
-        prompt = EXECUTE_STEP.format(
+        prompt = prompts.EXECUTE_STEP.format(
             request=state.get("request", ""),
             plan=numbered(steps),
             results=results_text(done),
@@ -326,9 +277,9 @@ def build_plan_execute(
         index = state.get("current_step", 0)
         room = max_steps - index
         prompt = [
-            system_message(run, state, REPLAN_SYSTEM.format(room=room)),
+            system_message(run, state, prompts.REPLAN_SYSTEM.format(room=room)),
             HumanMessage(
-                REPLAN_USER.format(
+                prompts.REPLAN_USER.format(
                     request=state.get("request", ""),
                     results=results_text(state.get("step_results") or []),
                     remaining=numbered(steps[index:]),
@@ -349,18 +300,17 @@ def build_plan_execute(
     def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         results = state.get("step_results") or []
+        latest = next((r["result"] for r in reversed(results) if r["result"]), "")
         prompt = [
-            system_message(run, state, SYNTHESIZE_SYSTEM),
+            system_message(run, state, prompts.SYNTHESIZE_SYSTEM),
             HumanMessage(
-                SYNTHESIZE_USER.format(
-                    request=state.get("request", ""), results=results_text(results)
+                prompts.SYNTHESIZE_USER.format(
+                    question=state.get("request", ""), trace=results_text(results), draft=latest
                 )
             ),
         ]
         reply, update = yield from call_model(run.chat_model, prompt)
-        text = final_answer_of(content_text(reply.content))
-        fallback = next((r["result"] for r in reversed(results) if r["result"]), "")
-        answer = text or fallback
+        answer = final_answer_of(content_text(reply.content)) or latest
         return {
             **update,
             "answer": answer,

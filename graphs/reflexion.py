@@ -27,6 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
+from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.plan_execute import ReactCall
 from loopgraphs.graphs.react import build_react
@@ -45,13 +46,6 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.tool_loop import resolve_mode
 from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
-
-REFLECTIONS_BLOCK = """Lessons from your earlier attempts at this question (judged unsatisfactory):
-{lessons}
-Apply them in this attempt.
-
-Question:
-"""
 
 EVALUATOR_CALLS = 2
 # Graph steps that must still follow evaluate for another episode (see ``steps_left``).
@@ -90,7 +84,7 @@ def with_reflections(
     messages = list(conversation)
     if not reflections:
         return messages
-    block = REFLECTIONS_BLOCK.format(lessons="\n".join(f"- {text}" for text in reflections))
+    block = prompts.REFLECTIONS_BLOCK.format(lessons="\n".join(f"- {text}" for text in reflections))
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, HumanMessage):

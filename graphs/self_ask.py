@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from typing_extensions import Unpack
 
+from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
@@ -37,74 +38,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
-from loopgraphs.prompts import FENCE_NOTE
 from loopgraphs.state import LoopState, OutputState, start_run
-
-SELF_ASK_FORMAT = """Break the question into simpler follow-up questions, one at a time.
-Use exactly this format:
-Are follow up questions needed here? Yes.
-Follow up: <one simple question>
-Intermediate answer: <its answer>
-... (more follow-ups, each with its intermediate answer)
-So the final answer is: <the answer>
-When no follow-up is needed, write "Are follow up questions needed here? No." and the
-final answer line.
-
-Example:
-Question: In which year was the author of "The Hobbit" born?
-Are follow up questions needed here? Yes.
-Follow up: Who wrote "The Hobbit"?
-Intermediate answer: J. R. R. Tolkien.
-Follow up: In which year was J. R. R. Tolkien born?
-Intermediate answer: 1892.
-So the final answer is: 1892"""
-
-SELF_ASK_TOOLS = """{format}
-
-Each follow-up is answered for you: after a "Follow up:" line, stop and wait for the
-"Intermediate answer:" that comes back. A follow-up goes to the tool {first}. To ask
-another tool, write instead:
-Tool: <tool name>
-Tool Input: <input>
-{input_note}
-Available tools:
-{tools}
-{fence_note}"""
-
-SELF_ASK_NATIVE = """{format}
-
-Answer each follow-up by calling a tool: write the "Follow up:" line and call the tool
-in the same reply, then read its result. Write the final answer line once you know it.
-{fence_note}"""
-
-SELF_ASK_SOLO = """{format}
-
-No tools are available: answer each follow-up yourself, from what you know."""
-
-TEXT_INPUT_NOTE = "Tool Input is plain text."
-JSON_INPUT_NOTE = (
-    'Tool Input is a JSON object with the tool\'s arguments, e.g. {"query": "..."}; '
-    "plain text works for tools with one argument."
-)
-
-INTERMEDIATE = "Intermediate answer: {content}"
-
-CONTINUE_SOLO = (
-    'Answer your follow-up question yourself. Start with "Intermediate answer:", then '
-    'either ask the next "Follow up:" question or finish with "So the final answer is: '
-    '<answer>".'
-)
-
-CONTINUE = (
-    'Continue: ask the next "Follow up:" question, or finish with '
-    '"So the final answer is: <answer>".'
-)
-
-FORCE_FINAL = (
-    "You have asked all the follow-up questions allowed. Do not ask more and do not call "
-    "tools. Using the intermediate answers so far (answer any open question yourself), "
-    "reply now with one line: So the final answer is: <your best answer>"
-)
 
 # Graph steps that must still follow a node for each route to end within the recursion
 # limit (see ``steps_left``).
@@ -154,16 +88,20 @@ def self_ask_system(settings: LoopSettings, state: Mapping[str, Any], mode: str)
     """The system prompt of one tool mode."""
     tools = settings.tools
     if mode == "none" or not tools:
-        text = SELF_ASK_SOLO.format(format=SELF_ASK_FORMAT)
+        text = prompts.SELF_ASK_SOLO.format(format=prompts.SELF_ASK_FORMAT)
     elif mode == "native":
-        text = SELF_ASK_NATIVE.format(format=SELF_ASK_FORMAT, fence_note=FENCE_NOTE)
+        text = prompts.SELF_ASK_NATIVE.format(
+            format=prompts.SELF_ASK_FORMAT, fence_note=prompts.FENCE_NOTE
+        )
     else:
-        text = SELF_ASK_TOOLS.format(
-            format=SELF_ASK_FORMAT,
+        text = prompts.SELF_ASK_TOOLS.format(
+            format=prompts.SELF_ASK_FORMAT,
             first=tools.names[0],
-            input_note=JSON_INPUT_NOTE if mode == "json" else TEXT_INPUT_NOTE,
+            input_note=prompts.SELF_ASK_JSON_INPUT
+            if mode == "json"
+            else prompts.SELF_ASK_TEXT_INPUT,
             tools=tools.describe(),
-            fence_note=FENCE_NOTE,
+            fence_note=prompts.FENCE_NOTE,
         )
     return system_message(settings, state, text)
 
@@ -290,7 +228,11 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if not has_tools and turn.kind in ("tool", "follow_up"):
             follow_ups.append({"question": turn.question, "answer": "", "tool": None})
         if not pending and can_continue(state, run):
-            prompt = CONTINUE_SOLO if turn.kind in ("tool", "follow_up") else CONTINUE
+            prompt = (
+                prompts.SELF_ASK_CONTINUE_SOLO
+                if turn.kind in ("tool", "follow_up")
+                else prompts.SELF_ASK_CONTINUE
+            )
             update["messages"] = [*update.get("messages", []), HumanMessage(prompt)]
         elif not steps_left(state, ANSWER_STEPS):
             update.update(
@@ -327,7 +269,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             if not p.get("native")
         )
         if text:
-            messages.append(HumanMessage(INTERMEDIATE.format(content=text)))
+            messages.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
         return {
             **extra,
             "messages": messages,
@@ -338,7 +280,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        ask = HumanMessage(FORCE_FINAL)
+        ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
         update = yield from model_turn(run, state, [*state["messages"], ask])
         reply = update["messages"][0]
         if reply.tool_calls:

@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
+from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
@@ -29,37 +30,6 @@ from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guar
 from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
-
-TOT_SYSTEM = (
-    "You solve problems by exploring several lines of reasoning. Each step is one short, "
-    "concrete thought that moves toward the solution. As soon as a step reaches the final "
-    "solution, write it as ANSWER: <the final answer>."
-)
-
-PROPOSE_PROMPT = """Problem: {problem}
-
-Steps so far:
-{path}
-
-Propose {n} different possible next steps. Reply with a numbered list, one step per item:
-1. <step>
-2. <step>
-If a step solves the problem, write that item as ANSWER: <the final answer>."""
-
-SAMPLE_PROMPT = """Problem: {problem}
-
-Steps so far:
-{path}
-
-Write the single next step (attempt {k} of {n}; try something different from the obvious \
-step). If it solves the problem, write it as ANSWER: <the final answer>."""
-
-FORCE_ANSWER_PROMPT = """Problem: {problem}
-
-Steps so far:
-{path}
-
-The exploration is over. Using these steps, give the final answer now, starting with ANSWER:"""
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
@@ -165,24 +135,24 @@ def build_tot(
         path = list(state["thoughts"])
         shown = render_path(path)
         if generation == "propose":
-            text = PROPOSE_PROMPT.format(problem=state["problem"], path=shown, n=n_branches)
+            text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
             reply, update = yield from call_model(
-                model, [system_message(run, state, TOT_SYSTEM), HumanMessage(text)]
+                model, [system_message(run, state, prompts.TOT_SYSTEM), HumanMessage(text)]
             )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
         else:
-            prompts = [
+            requests = [
                 [
-                    system_message(run, state, TOT_SYSTEM),
+                    system_message(run, state, prompts.TOT_SYSTEM),
                     HumanMessage(
-                        SAMPLE_PROMPT.format(
+                        prompts.TOT_SAMPLE.format(
                             problem=state["problem"], path=shown, k=k, n=n_branches
                         )
                     ),
                 ]
                 for k in range(1, n_branches + 1)
             ]
-            outcomes = yield from in_parallel([call_model(model, prompt) for prompt in prompts])
+            outcomes = yield from in_parallel([call_model(model, prompt) for prompt in requests])
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
                 raise outcomes[0]
@@ -259,9 +229,9 @@ def build_tot(
         run = settings.for_run(runtime)
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
-        text = FORCE_ANSWER_PROMPT.format(problem=state["problem"], path=render_path(path))
+        text = prompts.TOT_FORCE_ANSWER.format(problem=state["problem"], path=render_path(path))
         reply, update = yield from call_model(
-            run.chat_model, [system_message(run, state, TOT_SYSTEM), HumanMessage(text)]
+            run.chat_model, [system_message(run, state, prompts.TOT_SYSTEM), HumanMessage(text)]
         )
         said = content_text(reply.content).strip()
         answer = answer_in(said) or said

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from loopgraphs import prompts
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import (
     MAX_SCORE,
@@ -34,28 +35,6 @@ from loopgraphs.nodes.parsing.thoughts import (
 from loopgraphs.nodes.runner import ModelBatch, ModelCall
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import add_usage, empty_usage
-
-SCORE_ONE_PROMPT = """Problem: {problem}
-
-Steps so far:
-{path}
-
-Proposed next step: {thought}
-
-How promising is this step for reaching a correct solution? Give an integer score from \
-0 (wrong or useless) to 10 (certainly leads to the solution) and a one-sentence reason.
-Reply as JSON: {{"score": <0-10>, "reason": "<why>"}}"""
-
-SCORE_ALL_PROMPT = """Problem: {problem}
-
-Candidate lines of reasoning:
-{candidates}
-
-Score each candidate from 0 (wrong or useless) to 10 (certainly leads to the solution).
-Reply with one line per candidate, in order, in the form "<candidate number>: <score>", \
-or as JSON {{"scores": [...]}} holding exactly {count} integers in candidate order."""
-
-NO_STEPS = "(none yet)"
 
 
 class Score(BaseModel):
@@ -74,7 +53,7 @@ class Scores(BaseModel):
 def render_path(thoughts: Sequence[str], indent: str = "") -> str:
     """Number the steps of a line of reasoning, one per line."""
     if not thoughts:
-        return f"{indent}{NO_STEPS}"
+        return f"{indent}{prompts.NOTHING_YET}"
     return "\n".join(f"{indent}Step {i}: {thought}" for i, thought in enumerate(thoughts, 1))
 
 
@@ -121,7 +100,7 @@ def score_one(
     Raises:
         RuntimeError: the provider rejected every request (no reply at all).
     """
-    text = SCORE_ONE_PROMPT.format(problem=problem, path=render_path(path), thought=thought)
+    text = prompts.TOT_SCORE_ONE.format(problem=problem, path=render_path(path), thought=thought)
     result = yield from structured_call(
         model, _prompt(system, text), Score, regex_fallback=parse_score, max_calls=max_calls
     )
@@ -162,7 +141,7 @@ def score_all(
     listing = "\n".join(
         f"Candidate {i}:\n{render_path(path, indent='  ')}" for i, path in enumerate(candidates, 1)
     )
-    text = SCORE_ALL_PROMPT.format(problem=problem, candidates=listing, count=count)
+    text = prompts.TOT_SCORE_ALL.format(problem=problem, candidates=listing, count=count)
     result = yield from structured_call(
         model,
         _prompt(system, text),

@@ -10,9 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs.graphs.cot import COT_SYSTEM, create_cot_graph, majority
+from loopgraphs.graphs.cot import create_cot_graph, majority
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.prompts import COT_SYSTEM
 from tests.fakes import ProviderError, ScriptedChatModel
 from tests.scripts import FAST_RETRY
 

@@ -13,9 +13,10 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from loopgraphs.graphs.critic import CRITIQUE_TEXT_SYSTEM, create_critic_graph
+from loopgraphs.graphs.critic import create_critic_graph
 from loopgraphs.nodes.parsing.critic import parse_critique
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.prompts import CRITIQUE_TEXT_SYSTEM
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, model_for
 
