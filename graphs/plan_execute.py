@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -27,13 +26,13 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.react import build_react
+from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
-from loopgraphs.nodes.runner import Call, Logic, add_step
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -44,7 +43,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import resolve_mode
-from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
+from loopgraphs.state import LoopState, OutputState, start_run
 
 PLAN_MIN_ASKED = 3
 PLAN_MAX_ASKED = 7
@@ -53,8 +52,6 @@ REPLAN_CALLS = 2
 # Graph steps that must still follow a node (see ``steps_left``).
 EXECUTE_STEPS = 2  # execute, then synthesize
 REVIEW_STEPS = 3  # review_plan, execute, synthesize
-REACT_STEPS_PER_ITERATION = 3
-REACT_EXTRA_STEPS = 10
 RESULT_CHARS = 2000
 
 
@@ -115,29 +112,6 @@ def call_budget(
     return PLANNER_CALLS + max_steps * per_step + replans + 1
 
 
-@dataclass(frozen=True)
-class ReactCall(Call):
-    """A run of the ReAct subgraph inside a node, with enough supersteps for its budget.
-
-    The subgraph counts its supersteps on its own; a small ``recursion_limit`` meant for
-    the outer graph would otherwise cut a step's ReAct loop short (or end it in a
-    recursion error), so the subgraph gets at least what ``max_iterations`` needs.
-    """
-
-    max_iterations: int = 10
-
-    def _config(self, config: RunnableConfig) -> RunnableConfig:
-        needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
-        limit = max(int(config.get("recursion_limit") or 0), needed)
-        return {**config, "recursion_limit": limit}
-
-    def invoke(self, config: RunnableConfig) -> Any:
-        return self.runnable.invoke(self.input, self._config(config))
-
-    async def ainvoke(self, config: RunnableConfig) -> Any:
-        return await self.runnable.ainvoke(self.input, self._config(config))
-
-
 def numbered(steps: Sequence[str]) -> str:
     return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
 
@@ -193,10 +167,7 @@ def build_plan_execute(
     options: Any = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
-    step_settings = dataclasses.replace(
-        settings, max_iterations=max_step_iterations, response_format=None
-    )
-    react_graph = build_react(step_settings).compile(name="react")
+    react = ReactSubgraph(dataclasses.replace(settings, max_iterations=max_step_iterations))
 
     def plan_done(state: dict[str, Any]) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])
@@ -249,16 +220,13 @@ def build_plan_execute(
             number=index + 1,
             step=steps[index],
         )
-        run = step_settings.for_run(runtime)
-        out = yield ReactCall(react_graph, {"messages": [HumanMessage(prompt)]}, run.max_iterations)
+        out, spent = yield from react.run(runtime, state, [HumanMessage(prompt)])
         status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {
-            "llm_calls": out.get("llm_calls", 0),
-            "usage": out.get("usage") or empty_usage(),
+            **spent,
             "step_results": [*done, {"step": steps[index], "result": result, "status": status}],
             "current_step": index + 1,
-            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
         }
         if status == "error":
             previous = next((r["result"] for r in reversed(done) if r["result"]), "")

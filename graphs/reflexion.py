@@ -3,8 +3,9 @@
 Graph: ``prepare → generate → evaluate → (END | reflect → generate …)``. Each visit of
 ``generate`` is one episode: a full run of the compiled ReAct subgraph on the
 conversation, with the reflections written so far placed in the user's turn. ``evaluate``
-asks for a SATISFACTORY/UNSATISFACTORY verdict (structured output with a text fallback);
-``reflect`` turns the feedback into a lesson for the next episode.
+asks for a SATISFACTORY/UNSATISFACTORY verdict (``evaluate_answer``: structured output with
+a text fallback); ``reflect`` turns the feedback into a lesson for the next episode
+(``reflect_on``).
 
 Where the reflections go: the ReAct subgraph's system prompt stays exactly the same in
 every episode, and the reflections are written into the latest user message, ahead of the
@@ -16,27 +17,27 @@ turns in a row, which strict chat templates reject.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.plan_execute import ReactCall
-from loopgraphs.graphs.react import build_react
+from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record
-from loopgraphs.nodes.parsing.text import question_text
-from loopgraphs.nodes.reflect import reflect_on
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
+from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.runner import Logic, ModelCall, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -44,10 +45,13 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.nodes.tool_loop import resolve_mode
-from loopgraphs.state import LoopState, OutputState, empty_usage, start_run
+from loopgraphs.state import LoopState, OutputState, start_run
 
 EVALUATOR_CALLS = 2
+EVALUATION_FAILED = "evaluation failed"
+MAX_ATTEMPT_CHARS = 8000  # of an answer shown to the evaluator and the reflection
 # Graph steps that must still follow evaluate for another episode (see ``steps_left``).
 EPISODE_STEPS = 3  # reflect, generate, evaluate
 
@@ -66,6 +70,92 @@ class ReflexionState(ReflexionOutput, LoopState, total=False):
 
     request: str
     transcript_start: int
+
+
+class Evaluation(BaseModel):
+    """Verdict on an answer: is it satisfactory, and if not, what is wrong."""
+
+    satisfactory: bool = Field(
+        description="true when the answer fully and correctly answers the question"
+    )
+    feedback: str = Field(
+        default="", description="what is wrong or missing; empty when satisfactory"
+    )
+
+
+def evaluation_record(evaluation: Evaluation | None) -> dict[str, Any]:
+    """The state record of a verdict; no verdict counts as not satisfactory."""
+    if evaluation is None:
+        return {"satisfactory": False, "feedback": EVALUATION_FAILED}
+    return {"satisfactory": bool(evaluation.satisfactory), "feedback": evaluation.feedback.strip()}
+
+
+def evaluate_answer(
+    model: BaseChatModel, question: str, answer: str, *, max_calls: int = 2
+) -> Generator[ModelCall, Any, tuple[Evaluation | None, StructuredResult]]:
+    """Judge ``answer`` to ``question``.
+
+    Args:
+        model: The evaluating chat model.
+        question: The user's question.
+        answer: The answer to judge (cut to 8,000 characters).
+        max_calls: Most model replies spent (a reformat retry needs 2).
+
+    Yields:
+        Model calls.
+
+    Returns:
+        The verdict (None when the evaluator produced nothing usable; see
+        ``evaluation_record``) and the ``StructuredResult`` holding the call counts.
+    """
+    check_positive("max_calls", max_calls)
+    prompt: list[BaseMessage] = [
+        SystemMessage(prompts.EVALUATE_SYSTEM),
+        HumanMessage(
+            prompts.EVALUATE_USER.format(question=question, answer=answer[:MAX_ATTEMPT_CHARS])
+        ),
+    ]
+    result = yield from structured_call(
+        model, prompt, Evaluation, regex_fallback=parse_verdict, max_calls=max_calls
+    )
+    return result.value, result
+
+
+def reflect_on(
+    model: BaseChatModel, question: str, answer: str, feedback: str
+) -> Generator[ModelCall, Any, tuple[str, dict[str, Any]]]:
+    """Write a reflection on a rejected answer with one model call.
+
+    Args:
+        model: The chat model.
+        question: The user's question.
+        answer: The rejected answer (cut to 8,000 characters).
+        feedback: The evaluator's feedback.
+
+    Yields:
+        One model call.
+
+    Returns:
+        The reflection text (never empty) and the ``llm_calls``/``usage`` update.
+    """
+    prompt: list[BaseMessage] = [
+        SystemMessage(prompts.REFLECT_SYSTEM),
+        HumanMessage(
+            prompts.REFLECT_USER.format(
+                question=question,
+                answer=answer[:MAX_ATTEMPT_CHARS],
+                feedback=feedback.strip() or "none given",
+            )
+        ),
+    ]
+    reply, update = yield from call_model(model, prompt)
+    text = normalise_reflection(content_text(reply.content))
+    if not text:
+        reason = normalise_reflection(feedback) or "no reason given"
+        text = (
+            f"The previous answer was judged unsatisfactory ({reason}); try a different approach."
+        )
+    return text, update
 
 
 def call_budget(
@@ -102,9 +192,7 @@ def build_reflexion(
     settings: LoopSettings, *, max_reflections: int = 3, options: Any = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Reflexion graph for ``settings``."""
-    react_graph = build_react(dataclasses.replace(settings, response_format=None)).compile(
-        name="react"
-    )
+    react = ReactSubgraph(settings)
 
     def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -124,16 +212,13 @@ def build_reflexion(
         messages = state["messages"]
         conversation = messages[: state.get("transcript_start", len(messages))]
         episode_input = with_reflections(conversation, state.get("reflections") or [])
-        run = settings.for_run(runtime)
-        out = yield ReactCall(react_graph, {"messages": episode_input}, run.max_iterations)
+        out, spent = yield from react.run(runtime, state, episode_input)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         update: dict[str, Any] = {
-            "llm_calls": out.get("llm_calls", 0),
-            "usage": out.get("usage") or empty_usage(),
+            **spent,
             "episode": state.get("episode", 0) + 1,
             "messages": list(out.get("messages", []))[len(episode_input) :],
-            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
         }
         if status == "error":
             return {

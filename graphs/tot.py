@@ -21,13 +21,13 @@ from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message, user_system
 from loopgraphs.nodes.parsing.text import content_text, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
-from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
 

@@ -1,1 +1,1 @@
-"""Reusable nodes: generate, parsing, call_tool, structured output, evaluate, reflect, score."""
+"""Reusable nodes: generate, parsing, call_tool, structured output, review, the tool loop."""

@@ -1,4 +1,4 @@
-"""The reusable evaluate and reflect building blocks."""
+"""Reflexion's evaluate and reflect building blocks."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import json
 
 import pytest
 
-from loopgraphs.nodes.evaluate import Evaluation, evaluate_answer, evaluation_record
+from loopgraphs.graphs.reflexion import Evaluation, evaluate_answer, evaluation_record, reflect_on
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     normalise_reflection,
     parse_verdict,
 )
 from loopgraphs.nodes.parsing.text import content_text, question_text
-from loopgraphs.nodes.reflect import reflect_on
 from loopgraphs.nodes.runner import run_sync
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import model_for

@@ -17,9 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs.graphs.tot import call_budget, create_tot_graph
+from loopgraphs.graphs.tot_scoring import score_all
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import parse_score, parse_scores, parse_thoughts
-from loopgraphs.nodes.score_branches import score_all
 from tests.fakes import ProviderError, ScriptedChatModel
 from tests.scripts import FAST_RETRY
 

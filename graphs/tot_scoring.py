@@ -1,4 +1,4 @@
-"""Score candidate reasoning steps with the model, for search loops (Tree-of-Thoughts).
+"""Tree-of-Thoughts' scoring of candidate reasoning steps, and ``in_parallel``.
 
 Three ways to score, all returning integer scores 0..10 and the ``llm_calls``/``usage``
 update that accounts for them:
@@ -10,6 +10,8 @@ update that accounts for them:
 Scoring never crashes on a bad reply: a reply that cannot be read gives a score of 0.
 Only a provider failure (every scoring request rejected, or an exception) propagates,
 so the caller's ``guard`` can retry it or end the run with ``status="error"``.
+``in_parallel`` drives several model-calling logics at once (concurrent scoring, and the
+"sample" generation of thoughts).
 """
 
 from __future__ import annotations

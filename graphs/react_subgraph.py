@@ -1,0 +1,77 @@
+"""ReAct run as one step of another loop: Plan-and-Execute's steps, Reflexion's episodes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from loopgraphs.graphs.react import build_react
+from loopgraphs.nodes.runner import Call
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.state import empty_usage
+
+# Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
+# margin for prepare, tool selection, the final answer and synthesis.
+REACT_STEPS_PER_ITERATION = 3
+REACT_EXTRA_STEPS = 10
+
+
+@dataclass(frozen=True)
+class ReactCall(Call):
+    """A run of the ReAct subgraph inside a node, with enough supersteps for its budget.
+
+    The subgraph counts its supersteps on its own; a small ``recursion_limit`` meant for
+    the outer graph would otherwise cut a step's ReAct loop short (or end it in a
+    recursion error), so the subgraph gets at least what ``max_iterations`` needs.
+    """
+
+    max_iterations: int = 10
+
+    def _config(self, config: RunnableConfig) -> RunnableConfig:
+        needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
+        limit = max(int(config.get("recursion_limit") or 0), needed)
+        return {**config, "recursion_limit": limit}
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        return self.runnable.invoke(self.input, self._config(config))
+
+    async def ainvoke(self, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(self.input, self._config(config))
+
+
+class ReactSubgraph:
+    """The ReAct graph compiled for ``settings`` (without a structured response), run from
+    inside a node of another loop."""
+
+    def __init__(self, settings: LoopSettings) -> None:
+        self.settings = dataclasses.replace(settings, response_format=None)
+        self.graph = build_react(self.settings).compile(name="react")
+
+    def run(
+        self, runtime: Runtime[Any], state: Mapping[str, Any], messages: Sequence[AnyMessage]
+    ) -> Generator[Call, Any, tuple[dict[str, Any], dict[str, Any]]]:
+        """Run ReAct on ``messages`` with the run's iteration budget.
+
+        Args:
+            runtime: The calling node's runtime (its context may change ``max_iterations``).
+            state: The calling loop's state.
+            messages: ReAct's input conversation.
+
+        Returns:
+            ReAct's output, and the calling loop's update for it: the model calls and
+            tokens it spent and the tool mode it ran in.
+        """
+        run = self.settings.for_run(runtime)
+        out = yield ReactCall(self.graph, {"messages": list(messages)}, run.max_iterations)
+        spent = {
+            "llm_calls": out.get("llm_calls", 0),
+            "usage": out.get("usage") or empty_usage(),
+            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+        }
+        return out, spent
