@@ -175,6 +175,21 @@ def _json_reply(output: Any) -> AIMessage:
     return reply
 
 
+_bound: dict[tuple[int, tuple[int, ...], str | None], tuple[Any, Any]] = {}
+
+
+def bound_model(model: Any, registry: ToolRegistry, require: str | None) -> Any:
+    """``model.bind_tools(tools)``, made once per model, tool set and tool choice."""
+    key = (id(model), tuple(id(tool) for tool in registry), require)
+    cached = _bound.get(key)
+    if cached is None or cached[0] is not model:
+        if len(_bound) >= 256:
+            _bound.clear()
+        choice = {"tool_choice": require} if require else {}
+        cached = _bound[key] = (model, model.bind_tools(registry.tools, **choice))
+    return cached[1]
+
+
 def model_turn(
     settings: LoopSettings,
     state: Mapping[str, Any],
@@ -198,8 +213,7 @@ def model_turn(
 
     if mode == "native":
         try:
-            choice = {"tool_choice": require} if require else {}
-            bound = model.bind_tools(registry.tools, **choice)
+            bound = bound_model(model, registry, require)
             reply, update = yield from call_model(bound, prompt(mode))
             return {**update, "messages": [reply], "tool_mode": mode}
         except Exception as exc:
