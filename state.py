@@ -78,6 +78,7 @@ class OutputState(TypedDict, total=False):
     status: Status
     error: str
     llm_calls: Annotated[int, operator.add]
+    retries: Annotated[int, operator.add]
     usage: Annotated[Usage, add_usage]
     tool_mode: str
     structured_response: Any
@@ -118,6 +119,7 @@ def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
     """
     update: dict[str, Any] = {
         "llm_calls": Overwrite(0),
+        "retries": Overwrite(0),
         "usage": Overwrite(empty_usage()),
         "status": "running",
         "answer": "",

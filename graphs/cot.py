@@ -21,7 +21,14 @@ from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.grammars import answer_key
 from loopgraphs.nodes.parse import content_text, final_answer_of
-from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, add_step
+from loopgraphs.nodes.runner import (
+    Logic,
+    ModelBatch,
+    ModelCall,
+    add_step,
+    failed_calls,
+    mark_sent,
+)
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
 
@@ -115,9 +122,14 @@ def build_cot(
             [ModelCall(run.chat_model, prompt) for _ in range(self_consistency)]
         )
         replies = [_as_reply(r) for r in results if not isinstance(r, BaseException)]
+        failed = sum(failed_calls(r) for r in results if isinstance(r, BaseException))
         if not replies:
-            raise next(r for r in results if isinstance(r, BaseException))
-        return {**counted(replies), "samples": [content_text(r.content) for r in replies]}
+            error = next(r for r in results if isinstance(r, BaseException))
+            mark_sent(error, failed)
+            raise error
+        update = counted(replies)
+        update["llm_calls"] += failed
+        return {**update, "samples": [content_text(r.content) for r in replies]}
 
     def parse(state: CoTState) -> dict[str, Any]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]

@@ -353,6 +353,7 @@ def build_plan_execute(
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {
             "llm_calls": out.get("llm_calls", 0),
+            "retries": out.get("retries", 0),
             "usage": out.get("usage") or empty_usage(),
             "step_results": [*done, {"step": steps[index], "result": result, "status": status}],
             "current_step": index + 1,

@@ -134,6 +134,7 @@ def build_reflexion(
         status = out.get("status") or "error"
         update: dict[str, Any] = {
             "llm_calls": out.get("llm_calls", 0),
+            "retries": out.get("retries", 0),
             "usage": out.get("usage") or empty_usage(),
             "episode": state.get("episode", 0) + 1,
             "messages": list(out.get("messages", []))[len(episode_input) :],

@@ -367,7 +367,11 @@ def build_tot(
         def run(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
             update = yield from guarded(state, config, runtime)
             if update.get("status") == "error":
-                return {"failures": [update.get("error") or "expansion failed"]}
+                return {
+                    "failures": [update.get("error") or "expansion failed"],
+                    "llm_calls": update.get("llm_calls", 0),
+                    "retries": update.get("retries", 0),
+                }
             return update
 
         return run

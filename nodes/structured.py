@@ -156,6 +156,7 @@ def structured_call(
                 if not (is_permanent_rejection(exc) or isinstance(exc, NotImplementedError)):
                     raise
                 rejection = exc
+                result.calls += 1
                 break
             result.calls += 1
             raw, data = _unpack(reply, level)

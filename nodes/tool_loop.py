@@ -49,7 +49,7 @@ from loopgraphs.nodes.parse import (
     parse_react_text,
 )
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
-from loopgraphs.nodes.runner import Call, ModelCall
+from loopgraphs.nodes.runner import Call, ModelCall, failed_calls
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -211,6 +211,7 @@ def model_turn(
         system = system_message(settings, state, instructions(registry, mode))
         return [system, *model_view(history, mode)]
 
+    rejected = 0  # requests the provider refused before a mode worked
     if mode == "native":
         try:
             bound = bound_model(model, registry, require)
@@ -219,6 +220,7 @@ def model_turn(
         except Exception as exc:
             if not (auto and _rejected(exc)):
                 raise
+            rejected += failed_calls(exc)
             mode = "json"
     if mode == "json" and capabilities(model).structured_output is not False:
         try:
@@ -229,10 +231,14 @@ def model_turn(
         except Exception as exc:
             if not _rejected(exc):
                 raise
+            rejected += failed_calls(exc)
         else:
             reply = _json_reply(output)
-            return {**counted(reply), "messages": [reply], "tool_mode": mode}
+            update = counted(reply)
+            update["llm_calls"] += rejected
+            return {**update, "messages": [reply], "tool_mode": mode}
     reply, update = yield from call_model(model, prompt(mode))
+    update["llm_calls"] += rejected
     return {**update, "messages": [reply], "tool_mode": mode}
 
 
