@@ -465,6 +465,11 @@ def run_cli_server_eval(args: argparse.Namespace, console: Console) -> int:
 def print_and_write_report(report: EvalReport, out: Path, console: Console) -> int:
     """Print an evaluation's table and write its JSON, Markdown and chart into ``out``.
 
+    Args:
+        report: The evaluation's report.
+        out: The folder of the three files.
+        console: Where the table and the paths written are printed.
+
     Returns:
         The exit status, 0.
 
