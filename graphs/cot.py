@@ -26,8 +26,8 @@ from loopgraphs.nodes.runner import (
     ModelBatch,
     ModelCall,
     add_step,
-    failed_calls,
-    mark_sent,
+    all_failed,
+    failed_requests,
 )
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
@@ -122,13 +122,10 @@ def build_cot(
             [ModelCall(run.chat_model, prompt) for _ in range(self_consistency)]
         )
         replies = [_as_reply(r) for r in results if not isinstance(r, BaseException)]
-        failed = sum(failed_calls(r) for r in results if isinstance(r, BaseException))
         if not replies:
-            error = next(r for r in results if isinstance(r, BaseException))
-            mark_sent(error, failed)
-            raise error
+            raise all_failed(results)
         update = counted(replies)
-        update["llm_calls"] += failed
+        update["llm_calls"] += failed_requests(results)
         return {**update, "samples": [content_text(r.content) for r in replies]}
 
     def parse(state: CoTState) -> dict[str, Any]:

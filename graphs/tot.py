@@ -27,7 +27,15 @@ from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message, user_system
 from loopgraphs.nodes.parse import clip, content_text, extract_json
-from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
+from loopgraphs.nodes.runner import (
+    Logic,
+    LogicFactory,
+    add_step,
+    all_failed,
+    as_node,
+    failed_requests,
+    guard,
+)
 from loopgraphs.nodes.score_branches import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
@@ -267,9 +275,10 @@ def build_tot(
             outcomes = yield from in_parallel([call_model(model, prompt) for prompt in prompts])
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
-                raise outcomes[0]
+                raise all_failed(outcomes)
             replies = [reply for reply, _ in answered]
             update = counted(replies)
+            update["llm_calls"] += failed_requests(outcomes)
             thoughts = [
                 text[:MAX_THOUGHT_CHARS]
                 for text in (content_text(reply.content).strip() for reply in replies)

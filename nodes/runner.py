@@ -10,6 +10,7 @@ duplicating the logic, and without running async code on a foreign event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -81,15 +82,26 @@ FAILED_CALLS = "loopgraphs_failed_calls"
 
 def mark_sent(exc: BaseException, requests: int = 1) -> None:
     """Record on a model call's exception that ``requests`` were sent (and failed)."""
-    try:
+    with contextlib.suppress(AttributeError):
         setattr(exc, FAILED_CALLS, requests)
-    except AttributeError:
-        pass
 
 
 def failed_calls(exc: BaseException) -> int:
     """How many failed model requests an exception stands for."""
     return int(getattr(exc, FAILED_CALLS, 0))
+
+
+def all_failed(outcomes: Sequence[Any]) -> BaseException:
+    """The exception to raise when every one of concurrent calls failed, carrying how many
+    requests were sent in all."""
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    mark_sent(errors[0], sum(failed_calls(error) for error in errors))
+    return errors[0]
+
+
+def failed_requests(outcomes: Sequence[Any]) -> int:
+    """How many model requests failed among the outcomes of concurrent calls."""
+    return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))
 
 
 @dataclass(frozen=True)

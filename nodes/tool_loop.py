@@ -49,7 +49,7 @@ from loopgraphs.nodes.parse import (
     parse_react_text,
 )
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
-from loopgraphs.nodes.runner import Call, ModelCall, failed_calls
+from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -230,6 +230,7 @@ def model_turn(
             output = yield ModelCall(structured, prompt(mode))
         except Exception as exc:
             if not _rejected(exc):
+                mark_sent(exc, failed_calls(exc) + rejected)
                 raise
             rejected += failed_calls(exc)
         else:
@@ -237,7 +238,11 @@ def model_turn(
             update = counted(reply)
             update["llm_calls"] += rejected
             return {**update, "messages": [reply], "tool_mode": mode}
-    reply, update = yield from call_model(model, prompt(mode))
+    try:
+        reply, update = yield from call_model(model, prompt(mode))
+    except Exception as exc:
+        mark_sent(exc, failed_calls(exc) + rejected)
+        raise
     update["llm_calls"] += rejected
     return {**update, "messages": [reply], "tool_mode": mode}
 
