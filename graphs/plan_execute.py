@@ -27,7 +27,7 @@ from typing_extensions import Unpack
 
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import build_react
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import caller_keys, compile_loop, new_graph, subgraph_options
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import question_text
 from loopgraphs.nodes.generate import call_model, system_message
@@ -296,7 +296,8 @@ def build_plan_execute(
     step_settings = dataclasses.replace(
         settings, max_iterations=max_step_iterations, response_format=None
     )
-    react_graph = build_react(step_settings).compile(name="react")
+    react_graph = build_react(step_settings, subgraph_options(options or {})).compile(name="react")
+    extra = caller_keys(options or {})
 
     def low(state: dict[str, Any], needed: int = STEPS_TO_FINISH) -> bool:
         return state.get("remaining_steps", needed + 1) <= needed
@@ -348,7 +349,11 @@ def build_plan_execute(
             step=steps[index],
         )
         run = step_settings.for_run(runtime)
-        out = yield ReactCall(react_graph, {"messages": [HumanMessage(prompt)]}, run.max_iterations)
+        step_input = {
+            "messages": [HumanMessage(prompt)],
+            **{k: state[k] for k in extra if k in state},
+        }
+        out = yield ReactCall(react_graph, step_input, run.max_iterations)
         status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {
@@ -358,6 +363,7 @@ def build_plan_execute(
             "step_results": [*done, {"step": steps[index], "result": result, "status": status}],
             "current_step": index + 1,
             "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+            **{k: out[k] for k in extra if k in out},
         }
         if status == "error":
             previous = next((r["result"] for r in reversed(done) if r["result"]), "")

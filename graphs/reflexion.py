@@ -30,7 +30,7 @@ from typing_extensions import Unpack
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.plan_execute import ReactCall
 from loopgraphs.graphs.react import build_react
-from loopgraphs.nodes.build import compile_loop, new_graph, route
+from loopgraphs.nodes.build import caller_keys, compile_loop, new_graph, route, subgraph_options
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.evaluate import evaluate_answer, evaluation_record, question_text
 from loopgraphs.nodes.reflect import reflect_on
@@ -106,9 +106,10 @@ def build_reflexion(
     settings: LoopSettings, *, max_reflections: int = 3, options: Any = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Reflexion graph for ``settings``."""
-    react_graph = build_react(dataclasses.replace(settings, response_format=None)).compile(
-        name="react"
-    )
+    react_graph = build_react(
+        dataclasses.replace(settings, response_format=None), subgraph_options(options or {})
+    ).compile(name="react")
+    extra = caller_keys(options or {})
 
     def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -129,7 +130,10 @@ def build_reflexion(
         conversation = messages[: state.get("transcript_start", len(messages))]
         episode_input = with_reflections(conversation, state.get("reflections") or [])
         run = settings.for_run(runtime)
-        out = yield ReactCall(react_graph, {"messages": episode_input}, run.max_iterations)
+        carried = {k: state[k] for k in extra if k in state}
+        out = yield ReactCall(
+            react_graph, {"messages": episode_input, **carried}, run.max_iterations
+        )
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         update: dict[str, Any] = {
@@ -139,6 +143,7 @@ def build_reflexion(
             "episode": state.get("episode", 0) + 1,
             "messages": list(out.get("messages", []))[len(episode_input) :],
             "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+            **{k: out[k] for k in extra if k in out},
         }
         if status == "error":
             return {
