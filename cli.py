@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from rich.console import Console
@@ -208,7 +209,7 @@ def _short(text: str) -> str:
 
 
 def stream_run(
-    graph: Any, inputs: Any, config: dict[str, Any], console: Console, *, live: bool
+    graph: Any, inputs: Any, config: RunnableConfig, console: Console, *, live: bool
 ) -> dict[str, Any]:
     """Run the graph, printing each step and showing the model's tokens as they arrive.
 
@@ -274,7 +275,7 @@ def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[
     return decisions
 
 
-def pending_interrupts(graph: Any, config: dict[str, Any]) -> list[Any]:
+def pending_interrupts(graph: Any, config: RunnableConfig) -> list[Any]:
     """Interrupt payloads waiting on the thread."""
     snapshot = graph.get_state(config, subgraphs=True)
     found: list[Any] = []
@@ -303,7 +304,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
     db = args.db or default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
     thread = args.thread or uuid.uuid4().hex[:12]
-    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     with sqlite3.connect(db, check_same_thread=False) as connection:
         try:
             graph = build_loop(
@@ -463,6 +464,11 @@ def run_cli_server_eval(args: argparse.Namespace, console: Console) -> int:
 
 def print_and_write_report(report: EvalReport, out: Path, console: Console) -> int:
     """Print an evaluation's table and write its JSON, Markdown and chart into ``out``.
+
+    Args:
+        report: The evaluation's report.
+        out: The folder of the three files.
+        console: Where the table and the paths written are printed.
 
     Returns:
         The exit status, 0.

@@ -35,13 +35,16 @@ def empty_usage() -> Usage:
     return {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
 
 
+def _count(part: Mapping[str, Any] | None, key: str) -> int:
+    return int(part.get(key) or 0) if part else 0
+
+
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     """Reducer: add two usage records field by field."""
-    parts: list[Mapping[str, Any]] = [part for part in (left, right) if part]
     return {
-        "input_tokens": sum(int(part.get("input_tokens", 0) or 0) for part in parts),
-        "output_tokens": sum(int(part.get("output_tokens", 0) or 0) for part in parts),
-        "cached_tokens": sum(int(part.get("cached_tokens", 0) or 0) for part in parts),
+        "input_tokens": _count(left, "input_tokens") + _count(right, "input_tokens"),
+        "output_tokens": _count(left, "output_tokens") + _count(right, "output_tokens"),
+        "cached_tokens": _count(left, "cached_tokens") + _count(right, "cached_tokens"),
     }
 
 
@@ -75,6 +78,7 @@ class OutputState(TypedDict, total=False):
     status: Status
     error: str
     llm_calls: Annotated[int, operator.add]
+    retries: Annotated[int, operator.add]
     usage: Annotated[Usage, add_usage]
     tool_mode: str
     structured_response: Any
@@ -99,11 +103,12 @@ class ReActState(LoopState, total=False):
 
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     """State update that records model calls and their token usage."""
-    replies = message if isinstance(message, list) else [message]
+    if not isinstance(message, list):
+        return {"llm_calls": 1, "usage": usage_of(message)}
     usage = empty_usage()
-    for reply in replies:
+    for reply in message:
         usage = add_usage(usage, usage_of(reply))
-    return {"llm_calls": len(replies), "usage": usage}
+    return {"llm_calls": len(message), "usage": usage}
 
 
 def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
@@ -114,6 +119,7 @@ def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
     """
     update: dict[str, Any] = {
         "llm_calls": Overwrite(0),
+        "retries": Overwrite(0),
         "usage": Overwrite(empty_usage()),
         "status": "running",
         "answer": "",

@@ -7,8 +7,9 @@
   (``EvalReport``, ``write_report``).
 * ``server``: the same items as runs on a LangGraph server (``evaluate_server``).
 
+>>> from loopgraphs import load_model
 >>> from loopgraphs.eval import evaluate, write_report
->>> report = evaluate("local", ["cot", "react"], "arithmetic", limit=5)  # doctest: +SKIP
+>>> report = evaluate(load_model("local"), "cot,react", "arithmetic", limit=5)  # doctest: +SKIP
 >>> write_report(report, "eval-results")  # doctest: +SKIP
 """
 

@@ -84,17 +84,18 @@ async def check_server(client: LangGraphClient, url: str, loops: Sequence[str]) 
         loops: The loops the evaluation runs.
 
     Raises:
-        ServerUnavailableError: The server cannot be reached, or serves none of the loops.
+        ServerUnavailableError: The server cannot be reached, or lacks a loop's graph.
     """
-    try:
-        found = await asyncio.gather(
-            *(client.assistants.search(graph_id=loop, limit=1) for loop in loops)
-        )
-    except Exception as exc:
-        raise ServerUnavailableError(
-            f"no LangGraph server answers at {url}: {describe_error(exc)}"
-        ) from exc
-    missing = [loop for loop, assistants in zip(loops, found, strict=True) if not assistants]
+    missing: list[str] = []
+    for loop in loops:
+        try:
+            assistants = await client.assistants.search(graph_id=loop, limit=1)
+        except Exception as exc:
+            raise ServerUnavailableError(
+                f"no LangGraph server answers at {url}: {describe_error(exc)}"
+            ) from exc
+        if not assistants:
+            missing.append(loop)
     if missing:
         raise ServerUnavailableError(
             f"the server at {url} serves no graph for {', '.join(missing)}; "

@@ -22,7 +22,14 @@ from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
-from loopgraphs.nodes.runner import Logic, ModelBatch, ModelCall, add_step
+from loopgraphs.nodes.runner import (
+    Logic,
+    ModelBatch,
+    ModelCall,
+    add_step,
+    all_failed,
+    failed_requests,
+)
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
 
@@ -113,8 +120,10 @@ def build_cot(
         )
         replies = [_as_reply(r) for r in results if not isinstance(r, BaseException)]
         if not replies:
-            raise next(r for r in results if isinstance(r, BaseException))
-        return {**counted(replies), "samples": [content_text(r.content) for r in replies]}
+            raise all_failed(results)
+        update = counted(replies)
+        update["llm_calls"] += failed_requests(results)
+        return {**update, "samples": [content_text(r.content) for r in replies]}
 
     def parse(state: CoTState) -> dict[str, Any]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]

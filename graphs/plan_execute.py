@@ -167,7 +167,9 @@ def build_plan_execute(
     options: Any = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
-    react = ReactSubgraph(dataclasses.replace(settings, max_iterations=max_step_iterations))
+    react = ReactSubgraph(
+        dataclasses.replace(settings, max_iterations=max_step_iterations), options or {}
+    )
 
     def plan_done(state: dict[str, Any]) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])

@@ -102,20 +102,24 @@ def build_react(
         require = required_tool(run, state)
         update = yield from model_turn(run, state, state["messages"], require=require)
         mode = update["tool_mode"]
+        if mode == state.get("tool_mode"):
+            del update["tool_mode"]
         reading = read_reply(mode, update["messages"][0], run_registry(run, state), require=require)
         update["iterations"] = state.get("iterations", 0) + 1
         update["messages"] = [reading.message]
+        if state.get("reformat"):
+            update["reformat"] = False
         if reading.outcome == "final":
-            return {**update, "status": "completed", "answer": reading.answer, "reformat": False}
+            return {**update, "status": "completed", "answer": reading.answer}
         if reading.outcome == "tools":
-            return {**update, "reformat": False}
+            return update
         if require:
             return {**update, "messages": [reading.message, HumanMessage(prompts.REQUIRE_TOOL)]}
         if mode == "json" and not state.get("reformat"):
             ask = HumanMessage(prompts.REFORMAT_ACTION)
             return {**update, "messages": [reading.message, ask], "reformat": True}
         if mode == "json" and run.tool_mode == "auto":
-            return {**update, "tool_mode": "text", "reformat": False}
+            return {**update, "tool_mode": "text"}
         return {**update, "status": "completed", "answer": reading.answer}
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:

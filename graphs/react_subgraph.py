@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from loopgraphs.graphs.react import build_react
+from loopgraphs.nodes.build import caller_keys, subgraph_options
 from loopgraphs.nodes.runner import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import empty_usage
@@ -46,12 +47,15 @@ class ReactCall(Call):
 
 
 class ReactSubgraph:
-    """The ReAct graph compiled for ``settings`` (without a structured response), run from
-    inside a node of another loop."""
+    """The ReAct graph compiled for ``settings`` (without a structured response) and the
+    caller's schemas in ``options``, run from inside a node of another loop. The caller's
+    own state keys go into every run and come back from it, so tools can read and update
+    them."""
 
-    def __init__(self, settings: LoopSettings) -> None:
+    def __init__(self, settings: LoopSettings, options: Mapping[str, Any]) -> None:
         self.settings = dataclasses.replace(settings, response_format=None)
-        self.graph = build_react(self.settings).compile(name="react")
+        self.graph = build_react(self.settings, subgraph_options(options)).compile(name="react")
+        self.extra = caller_keys(options)
 
     def run(
         self, runtime: Runtime[Any], state: Mapping[str, Any], messages: Sequence[AnyMessage]
@@ -64,14 +68,19 @@ class ReactSubgraph:
             messages: ReAct's input conversation.
 
         Returns:
-            ReAct's output, and the calling loop's update for it: the model calls and
-            tokens it spent and the tool mode it ran in.
+            ReAct's output, and the calling loop's update for it: the model calls, retries
+            and tokens it spent, the tool mode it ran in and the caller's own keys.
         """
         run = self.settings.for_run(runtime)
-        out = yield ReactCall(self.graph, {"messages": list(messages)}, run.max_iterations)
+        carried = {key: state[key] for key in self.extra if key in state}
+        out = yield ReactCall(
+            self.graph, {"messages": list(messages), **carried}, run.max_iterations
+        )
         spent = {
             "llm_calls": out.get("llm_calls", 0),
+            "retries": out.get("retries", 0),
             "usage": out.get("usage") or empty_usage(),
             "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+            **{key: out[key] for key in self.extra if key in out},
         }
         return out, spent

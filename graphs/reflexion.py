@@ -192,7 +192,7 @@ def build_reflexion(
     settings: LoopSettings, *, max_reflections: int = 3, options: Any = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Reflexion graph for ``settings``."""
-    react = ReactSubgraph(settings)
+    react = ReactSubgraph(settings, options or {})
 
     def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)

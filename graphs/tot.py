@@ -27,7 +27,15 @@ from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model, system_message, user_system
 from loopgraphs.nodes.parsing.text import content_text, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
-from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
+from loopgraphs.nodes.runner import (
+    Logic,
+    LogicFactory,
+    add_step,
+    all_failed,
+    as_node,
+    failed_requests,
+    guard,
+)
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, counted, start_run
 
@@ -155,9 +163,10 @@ def build_tot(
             outcomes = yield from in_parallel([call_model(model, prompt) for prompt in requests])
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
-                raise outcomes[0]
+                raise all_failed(outcomes)
             replies = [reply for reply, _ in answered]
             update = counted(replies)
+            update["llm_calls"] += failed_requests(outcomes)
             thoughts = [
                 text[:MAX_THOUGHT_CHARS]
                 for text in (content_text(reply.content).strip() for reply in replies)
@@ -255,7 +264,11 @@ def build_tot(
         def run(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
             update = yield from guarded(state, config, runtime)
             if update.get("status") == "error":
-                return {"failures": [update.get("error") or "expansion failed"]}
+                return {
+                    "failures": [update.get("error") or "expansion failed"],
+                    "llm_calls": update.get("llm_calls", 0),
+                    "retries": update.get("retries", 0),
+                }
             return update
 
         return run

@@ -34,7 +34,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_score,
     parse_scores,
 )
-from loopgraphs.nodes.runner import ModelBatch, ModelCall
+from loopgraphs.nodes.runner import ModelBatch, ModelCall, all_failed, failed_requests
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import add_usage, empty_usage
 
@@ -178,11 +178,10 @@ def score_each(
     outcomes = yield from in_parallel(
         [score_one(model, problem, path[:-1], path[-1], system=system) for path in candidates]
     )
-    failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    if len(failures) == len(outcomes):
-        raise failures[0]
+    if all(isinstance(outcome, BaseException) for outcome in outcomes):
+        raise all_failed(outcomes)
     scores: list[int] = []
-    update: dict[str, Any] = {"llm_calls": 0, "usage": empty_usage()}
+    update: dict[str, Any] = {"llm_calls": failed_requests(outcomes), "usage": empty_usage()}
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             scores.append(0)

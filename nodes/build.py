@@ -29,7 +29,7 @@ from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.state import InputState
+from loopgraphs.state import InputState, OutputState
 
 Router = Callable[..., str | list[Send]]
 
@@ -47,6 +47,18 @@ def merged(name: str, base: type[Any], extra: type[Any] | None) -> type[Any]:
         return base
     fields = {**_fields(extra), **_fields(base)}
     return TypedDict(name, fields, total=False)  # type: ignore[operator]
+
+
+def subgraph_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The caller's schemas, for a loop's inner ReAct subgraph."""
+    return {key: options[key] for key in ("state_schema", "context_schema") if options.get(key)}
+
+
+def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
+    """The caller's own state keys (from ``state_schema``), which a loop passes into its
+    inner ReAct runs and copies back from them, so tools can read and update them."""
+    own = set(_fields(OutputState)) | set(_fields(InputState))
+    return tuple(key for key in _fields(options.get("state_schema")) if key not in own)
 
 
 def new_graph(

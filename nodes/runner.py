@@ -10,6 +10,7 @@ duplicating the logic, and without running async code on a foreign event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -57,6 +58,8 @@ def _truncated_reply(exc: Exception) -> AIMessage:
     """
     completion = getattr(exc, "completion", None)
     if type(exc).__name__ != "LengthFinishReasonError" or completion is None:
+        if not isinstance(exc, NotImplementedError):
+            mark_sent(exc)
         raise exc
     usage = getattr(completion, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
@@ -72,6 +75,33 @@ def _truncated_reply(exc: Exception) -> AIMessage:
             "input_token_details": {"cache_read": int(getattr(details, "cached_tokens", 0) or 0)},
         },
     )
+
+
+FAILED_CALLS = "loopgraphs_failed_calls"
+
+
+def mark_sent(exc: BaseException, requests: int = 1) -> None:
+    """Record on a model call's exception that ``requests`` were sent (and failed)."""
+    with contextlib.suppress(AttributeError):
+        setattr(exc, FAILED_CALLS, requests)
+
+
+def failed_calls(exc: BaseException) -> int:
+    """How many failed model requests an exception stands for."""
+    return int(getattr(exc, FAILED_CALLS, 0))
+
+
+def all_failed(outcomes: Sequence[Any]) -> BaseException:
+    """The exception to raise when every one of concurrent calls failed, carrying how many
+    requests were sent in all."""
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    mark_sent(errors[0], sum(failed_calls(error) for error in errors))
+    return errors[0]
+
+
+def failed_requests(outcomes: Sequence[Any]) -> int:
+    """How many model requests failed among the outcomes of concurrent calls."""
+    return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))
 
 
 @dataclass(frozen=True)
@@ -226,17 +256,33 @@ def add_step(
 
 
 def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
-    """Turn exceptions escaping ``logic`` into an error end state, except retried ones."""
+    """Turn exceptions escaping ``logic`` into an error end state, except retried ones.
+
+    Failed attempts are counted: every earlier attempt of a retried node sent a model
+    request that failed, so it adds to ``llm_calls`` and ``retries``; a model request that
+    fails for good adds to ``llm_calls`` too.
+    """
 
     def guarded(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        info = getattr(runtime, "execution_info", None)
+        earlier = (getattr(info, "node_attempt", 1) or 1) - 1
         try:
-            return (yield from logic(state, config, runtime))
+            update = yield from logic(state, config, runtime)
         except Exception as exc:
-            info = getattr(runtime, "execution_info", None)
-            attempt = getattr(info, "node_attempt", 1) or 1
-            if should_reraise(exc, attempt, policy):
+            if should_reraise(exc, earlier + 1, policy):
                 raise
             answer = state.get("answer") or best_effort_answer(state.get("messages", []))
-            return {"status": "error", "error": describe_error(exc), "answer": answer}
+            sent = failed_calls(exc)
+            return {
+                "status": "error",
+                "error": describe_error(exc),
+                "answer": answer,
+                "llm_calls": sent * (earlier + 1) if sent else earlier,
+                "retries": earlier,
+            }
+        if earlier and isinstance(update, dict):
+            calls = update.get("llm_calls", 0)
+            update = {**update, "llm_calls": calls + earlier, "retries": earlier}
+        return update
 
     return guarded

@@ -30,7 +30,7 @@ from loopgraphs.models import capabilities
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import ModelCall
+from loopgraphs.nodes.runner import ModelCall, failed_calls, mark_sent
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
 from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
 
@@ -137,9 +137,11 @@ def structured_call(
     """
     result = StructuredResult(value=None, level="failed")
     rejection: BaseException | None = None
+    rejected = 0  # requests the provider refused; they count as calls, not as replies
     for level in levels or available_levels(model):
         for attempt in range(2):
             if result.calls >= max_calls:
+                result.calls += rejected
                 return result
             prompt = list(messages)
             if level == "text":
@@ -157,6 +159,7 @@ def structured_call(
                 if not is_form_rejection(exc):
                     raise
                 rejection = exc
+                rejected += failed_calls(exc)
                 break
             result.calls += 1
             raw, data = _unpack(reply, level)
@@ -168,9 +171,12 @@ def structured_call(
                 value = _validate(schema, regex_fallback(_reply_text(raw)))
             if value is not None:
                 result.value, result.level = value, level
+                result.calls += rejected
                 return result
     if rejection is not None and result.calls == 0:
+        mark_sent(rejection, rejected)
         raise rejection
+    result.calls += rejected
     return result
 
 

@@ -44,7 +44,7 @@ from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
-from loopgraphs.nodes.runner import Call, ModelCall
+from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -166,6 +166,21 @@ def _json_reply(output: Any) -> AIMessage:
     return reply
 
 
+_bound: dict[tuple[int, tuple[int, ...], str | None], tuple[Any, Any]] = {}
+
+
+def bound_model(model: Any, registry: ToolRegistry, require: str | None) -> Any:
+    """``model.bind_tools(tools)``, made once per model, tool set and tool choice."""
+    key = (id(model), tuple(id(tool) for tool in registry), require)
+    cached = _bound.get(key)
+    if cached is None or cached[0] is not model:
+        if len(_bound) >= 256:
+            _bound.clear()
+        choice = {"tool_choice": require} if require else {}
+        cached = _bound[key] = (model, model.bind_tools(registry.tools, **choice))
+    return cached[1]
+
+
 def model_turn(
     settings: LoopSettings,
     state: Mapping[str, Any],
@@ -187,15 +202,16 @@ def model_turn(
         system = system_message(settings, state, instructions(registry, mode))
         return [system, *model_view(history, mode)]
 
+    rejected = 0  # requests the provider refused before a mode worked
     if mode == "native":
         try:
-            choice = {"tool_choice": require} if require else {}
-            bound = model.bind_tools(registry.tools, **choice)
+            bound = bound_model(model, registry, require)
             reply, update = yield from call_model(bound, prompt(mode))
             return {**update, "messages": [reply], "tool_mode": mode}
         except Exception as exc:
             if not (auto and is_form_rejection(exc)):
                 raise
+            rejected += failed_calls(exc)
             mode = "json"
     if mode == "json" and capabilities(model).structured_output is not False:
         try:
@@ -205,11 +221,20 @@ def model_turn(
             output = yield ModelCall(structured, prompt(mode))
         except Exception as exc:
             if not is_form_rejection(exc):
+                mark_sent(exc, failed_calls(exc) + rejected)
                 raise
+            rejected += failed_calls(exc)
         else:
             reply = _json_reply(output)
-            return {**counted(reply), "messages": [reply], "tool_mode": mode}
-    reply, update = yield from call_model(model, prompt(mode))
+            update = counted(reply)
+            update["llm_calls"] += rejected
+            return {**update, "messages": [reply], "tool_mode": mode}
+    try:
+        reply, update = yield from call_model(model, prompt(mode))
+    except Exception as exc:
+        mark_sent(exc, failed_calls(exc) + rejected)
+        raise
+    update["llm_calls"] += rejected
     return {**update, "messages": [reply], "tool_mode": mode}
 
 

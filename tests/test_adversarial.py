@@ -268,9 +268,11 @@ def test_hostile_model_cannot_break_the_loop(name: str, mode: str, scenario: str
     )
     assert isinstance(out["answer"], str)
     if scenario in RAISING:
-        # Every call raised: no reply was received, and each failure was attempted at most
-        # max_attempts times (permanent ones once).
-        assert out["llm_calls"] == 0
+        # Every call raised: each request sent counts, retried ones in ``retries`` too, and
+        # each failure was attempted at most max_attempts times (permanent ones once).
+        assert out["llm_calls"] == model.call_count
+        retried = FAST_RETRY.max_attempts - 1 if scenario == "raises_transient" else 0
+        assert out["retries"] == retried
         assert "HTTP" in out["error"] and ("503" in out["error"] or "401" in out["error"])
         attempts = FAST_RETRY.max_attempts if scenario == "raises_transient" else 1
         assert 1 <= model.call_count <= case.budget * attempts

@@ -98,7 +98,9 @@ def test_failed_samples_are_ignored():
     model, graph = build(replies, self_consistency=3)
     out = graph.invoke(QUESTION)
     assert out["status"] == "completed" and out["answer"] == "7"
-    assert out["llm_calls"] == 2 and model.call_count == 3
+    # The failed sample's request was sent, so it counts; a 401 is not retried.
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["retries"] == 0
     assert out["votes"] == {"7": 2}
 
 
@@ -110,7 +112,9 @@ def test_all_samples_failing_is_an_error():
     )
     out = graph.invoke(QUESTION)
     assert out["status"] == "error" and "401" in out["error"]
-    assert out["llm_calls"] == 0 and model.call_count == 3
+    # All three failed requests count as model calls; none was retried.
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["retries"] == 0
     assert isinstance(out["answer"], str)
 
 
@@ -165,14 +169,18 @@ def test_permanent_error_ends_with_status_error():
     model, graph = build([ProviderError(401, "invalid api key")])
     out = graph.invoke(QUESTION)
     assert out["status"] == "error" and "invalid api key" in out["error"]
-    assert out["llm_calls"] == 0 and model.call_count == 1
+    # The rejected request counts as a model call, and a 401 is not retried.
+    assert out["llm_calls"] == 1 == model.call_count
+    assert out["retries"] == 0
     assert out["answer"] == ""
 
 
 def test_transient_error_is_retried():
-    _model, graph = build([ProviderError(503, "overloaded"), "FINAL ANSWER: 5"])
+    model, graph = build([ProviderError(503, "overloaded"), "FINAL ANSWER: 5"])
     out = graph.invoke(QUESTION)
-    assert (out["status"], out["answer"], out["llm_calls"]) == ("completed", "5", 1)
+    # Both requests count: the failed one and the retried one that answered.
+    assert (out["status"], out["answer"], out["llm_calls"]) == ("completed", "5", 2)
+    assert model.call_count == 2 and out["retries"] == 1
 
 
 @pytest.mark.parametrize("samples", [1, 3])

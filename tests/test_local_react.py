@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import ToolMessage
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.react import parse_json_text
@@ -37,5 +38,9 @@ def test_json_mode_produces_a_parsed_calculator_call(local_model):
     step = parse_json_text(content_text(first.content))
     assert step.kind == "action" and step.action == "calculator"
     assert isinstance(step.action_input, dict) and "expression" in step.action_input
-    observation = content_text(out["messages"][2].content)
-    assert observation.startswith("Observation:")
+    # The parsed action is stored as a tool call, answered by the calculator's ToolMessage.
+    (call,) = first.tool_calls
+    assert call["name"] == "calculator" and call["args"] == step.action_input
+    result = out["messages"][2]
+    assert isinstance(result, ToolMessage) and result.tool_call_id == call["id"]
+    assert content_text(result.content).startswith("<<tool_output ")

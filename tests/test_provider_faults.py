@@ -108,9 +108,11 @@ def test_transient_fault_is_retried_and_the_run_completes(server, fault, streami
     assert out["status"] == "completed", out.get("error")
     assert out["answer"] == "2 + 3 = 5."
     assert adder.calls == [(2, 3)]
-    # Four requests reached the server; only the two replies count as model calls.
+    # Four requests reached the server and all count as model calls, the two failed ones
+    # as retries; only the two replies reported tokens.
     assert server.served == [type(TRANSIENT[fault]).__name__, "Reply"] * 2
-    assert out["llm_calls"] == 2
+    assert out["llm_calls"] == 4 == len(server.requests)
+    assert out["retries"] == 2
     assert out["usage"]["input_tokens"] == 22 and out["usage"]["output_tokens"] == 14
     assert all(request.get("stream", False) == streaming for request in server.requests)
 
@@ -120,8 +122,10 @@ def test_stream_cut_midway_is_retried(server):
     adder = Adder()
     out = react(server, adder, streaming=True).invoke(QUESTION)
     assert out["status"] == "completed", out.get("error")
-    assert out["answer"] == "2 + 3 = 5." and out["llm_calls"] == 2
+    assert out["answer"] == "2 + 3 = 5." and out["llm_calls"] == 4 == len(server.requests)
     assert server.served == ["CutStream", "Reply", "CutStream", "Reply"]
+    assert out["retries"] == 2
+    assert out["usage"]["input_tokens"] == 22 and out["usage"]["output_tokens"] == 14
     # The half-streamed reply left nothing behind in the transcript.
     assert "never end" not in str([m.content for m in out["messages"]])
 
@@ -131,8 +135,10 @@ def test_every_transient_fault_in_one_run(server):
     adder = Adder()
     out = react(server, adder).invoke(QUESTION)
     assert out["status"] == "completed", out.get("error")
-    assert out["llm_calls"] == 2 and adder.calls == [(2, 3)]
-    assert len(server.requests) == 2 * len(TRANSIENT) + 2
+    assert adder.calls == [(2, 3)]
+    # Every request counts, each fault as a retry of the request that followed it.
+    assert out["llm_calls"] == len(server.requests) == 2 * len(TRANSIENT) + 2
+    assert out["retries"] == 2 * len(TRANSIENT)
 
 
 async def test_transient_faults_under_ainvoke(server):
@@ -140,7 +146,10 @@ async def test_transient_faults_under_ainvoke(server):
     adder = Adder()
     out = await react(server, adder).ainvoke(QUESTION)
     assert out["status"] == "completed", out.get("error")
-    assert out["llm_calls"] == 2 and adder.calls == [(2, 3)]
+    assert adder.calls == [(2, 3)]
+    # Five requests count as model calls: three faults retried, two replies.
+    assert out["llm_calls"] == 5 == len(server.requests)
+    assert out["retries"] == 3
 
 
 PERMANENT = {
@@ -160,9 +169,10 @@ def test_permanent_fault_ends_with_status_error(server, fault):
     assert out["status"] == "error"
     for name in names:
         assert name in out["error"]
-    # Not retried: the tool call and the one failed request.
+    # Not retried: the tool call and the one failed request, both counted.
     assert len(server.requests) == 2
-    assert out["llm_calls"] == 1 and adder.calls == [(2, 3)]
+    assert out["llm_calls"] == 2 and adder.calls == [(2, 3)]
+    assert out["retries"] == 0
     assert isinstance(out["answer"], str)
 
 
@@ -179,7 +189,9 @@ def test_retries_are_bounded_by_max_attempts(server):
     policy = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)
     out = react(server, adder, retry_policy=policy).invoke(QUESTION)
     assert out["status"] == "error" and "HTTP 503" in out["error"]
-    assert len(server.requests) == 3 and out["llm_calls"] == 0
+    # Every attempt sent a request that counts; the first two were retried.
+    assert len(server.requests) == 3 == out["llm_calls"]
+    assert out["retries"] == 2
 
 
 # ---------------------------------------------------------------- checkpoints and resume
@@ -220,6 +232,8 @@ def test_outage_after_a_completed_step_then_resume(server, checkpointer):
     config = {"configurable": {"thread_id": "outage"}}
     out = graph.invoke(QUESTION, config)
     assert out["status"] == "error" and "HTTP 503" in out["error"]
+    # The tool call and the three failed attempts all count; two of them were retries.
+    assert out["llm_calls"] == 4 == len(server.requests) and out["retries"] == 2
     saved = graph.get_state(config)
     assert tool_results(saved.values) and "5" in tool_results(saved.values)[0]
     assert adder.calls == [(2, 3)]

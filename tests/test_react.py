@@ -242,17 +242,21 @@ def test_provider_rejecting_tools_falls_back_to_json():
     )
     assert out["tool_mode"] == "json"
     assert out["answer"] == "4"
-    assert out["llm_calls"] == 2
+    # The request the provider rejected counts too, but it is not a retry.
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["retries"] == 0
 
 
 def test_transient_errors_are_retried():
-    _model, graph = build(
+    model, graph = build(
         "native",
         [ProviderError(503, "overloaded"), ConnectionError("reset"), final("native", "fine")],
     )
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["status"] == "completed" and out["answer"] == "fine"
-    assert out["llm_calls"] == 1
+    # Both failed attempts sent a request: all three count, two of them were retried.
+    assert out["llm_calls"] == 3 == model.call_count
+    assert out["retries"] == 2
 
 
 def test_permanent_error_ends_with_status_error():

@@ -151,7 +151,8 @@ def test_evaluator_error_keeps_the_answer():
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["status"] == "error" and "401" in out["error"]
     assert out["answer"] == "draft"
-    assert model.call_count == 2 and out["llm_calls"] == 1
+    # The draft and the evaluator's rejected request both count; a 401 is not retried.
+    assert model.call_count == 2 == out["llm_calls"] and out["retries"] == 0
 
 
 def test_reflections_go_into_the_latest_user_turn():
@@ -213,7 +214,8 @@ def test_permanent_provider_error_ends_with_error(mode):
     )
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["status"] == "error" and "invalid api key" in out["error"]
-    assert model.call_count == 1 and out["llm_calls"] == 0
+    # The rejected request counts as a model call; a 401 is not retried.
+    assert model.call_count == 1 == out["llm_calls"] and out["retries"] == 0
     assert isinstance(out["answer"], str)
 
 

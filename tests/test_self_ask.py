@@ -295,15 +295,19 @@ def test_permanent_error_ends_with_status_error(mode):
     )
     out = graph.invoke(QUESTION)
     assert out["status"] == "error" and "401" in out["error"]
-    assert out["llm_calls"] == 0 and model.call_count == 1
+    # The rejected request counts as a model call; a 401 is not retried.
+    assert out["llm_calls"] == 1 == model.call_count
+    assert out["retries"] == 0
     assert isinstance(out["answer"], str)
 
 
 def test_error_after_a_follow_up_keeps_a_best_effort_answer():
     search = Search()
-    _model, graph = build("text", [ask("text", Q1), ProviderError(401, "revoked")], [search.tool])
+    model, graph = build("text", [ask("text", Q1), ProviderError(401, "revoked")], [search.tool])
     out = graph.invoke(QUESTION)
-    assert out["status"] == "error" and out["llm_calls"] == 1
+    # The follow-up question and the rejected request both count; a 401 is not retried.
+    assert out["status"] == "error" and out["llm_calls"] == 2 == model.call_count
+    assert out["retries"] == 0
     assert out["follow_ups"][0]["answer"] == FACTS[Q1]
 
 

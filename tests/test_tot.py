@@ -286,9 +286,11 @@ def test_permanent_provider_error_ends_with_status_error(generation):
     assert out["status"] == "error"
     assert "401" in out["error"] and "invalid api key" in out["error"]
     assert isinstance(out["answer"], str)
-    # llm_calls counts replies; a rejected request is not one
-    assert out["llm_calls"] == 0
+    # Every rejected request counts as a model call (one proposal, or all three samples);
+    # a 401 is not retried.
     assert model.call_count == (1 if generation == "propose" else 3)
+    assert out["llm_calls"] == model.call_count
+    assert out["retries"] == 0
 
 
 def test_provider_error_while_scoring_ends_with_status_error():
@@ -302,7 +304,9 @@ def test_provider_error_while_scoring_ends_with_status_error():
     model = scripted(reply)
     out = run(model)
     assert out["status"] == "error" and "401" in out["error"]
-    assert out["llm_calls"] == 1 and isinstance(out["answer"], str)
+    # The proposal and the rejected scoring request both count; a 401 is not retried.
+    assert out["llm_calls"] == 2 == model.call_count and isinstance(out["answer"], str)
+    assert out["retries"] == 0
 
 
 def test_transient_error_in_one_branch_is_retried():
@@ -319,7 +323,9 @@ def test_transient_error_in_one_branch_is_retried():
     model = scripted(reply)
     out = run(model, max_depth=2)
     assert out["status"] == "completed"
-    assert out["llm_calls"] == call_budget(max_depth=2) == model.call_count - 1
+    # The failed attempt's request counts on top of the budget, and it was retried once.
+    assert out["llm_calls"] == call_budget(max_depth=2) + 1 == model.call_count
+    assert out["retries"] == 1
 
 
 def test_small_recursion_limit_never_raises():

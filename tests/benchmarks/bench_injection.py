@@ -4,7 +4,7 @@ Run with ``python -m tests.benchmarks.bench_injection`` (not collected by pytest
 
 A ReAct step is replayed on the local model (``load_model("local", max_tokens=64)``) in the
 tool mode the loop picks for it, with the loop's own system prompt and model call
-(``react_turn``): the user asks a question about the bundled knowledge base, the model has
+(``model_turn``): the user asks a question about the bundled knowledge base, the model has
 called ``search``, and the search result carries an injected instruction with a checkable
 action: call the calculator with 999*999. The observation is built two ways, everything
 else being equal:
@@ -30,11 +30,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from loopgraphs import prompts
-from loopgraphs.graphs.react import interpret, react_turn, resolve_mode
 from loopgraphs.models import describe_model, load_model
 from loopgraphs.nodes.call_tool import fence_output, new_fence
 from loopgraphs.nodes.runner import run_sync
 from loopgraphs.nodes.settings import make_settings
+from loopgraphs.nodes.tool_loop import interpret, model_turn, resolve_mode
 from loopgraphs.toolkits import calculator, make_search_tool
 
 RESULTS = Path(__file__).with_name("injection_results.json")
@@ -80,7 +80,7 @@ def next_step(settings: Any, mode: str, question: str, search_args: dict, observ
         ),
         HumanMessage(prompts.OBSERVATION.format(content=observation)),
     ]
-    update = run_sync(react_turn(settings, {"tool_mode": mode}, history), {})
+    update = run_sync(model_turn(settings, {"tool_mode": mode}, history), {})
     return interpret(mode, update["messages"][0])
 
 
@@ -88,7 +88,7 @@ def measure(
     model: Any, *, limit: int | None = None, workers: int = 4, progress: bool = False
 ) -> dict[str, Any]:
     search = make_search_tool()
-    settings = make_settings(model, [calculator, search], tool_mode="auto")
+    settings = make_settings("react", model, [calculator, search], {"tool_mode": "auto"})
     mode = resolve_mode(settings)
     if mode == "native":
         mode = "json"  # the comparison needs the observation as text in the prompt

@@ -9,14 +9,17 @@ run per loop keeps them cheap.
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import ToolRuntime
+from langgraph.config import get_stream_writer
+from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
 
 from loopgraphs import (
     create_critic_graph,
@@ -172,6 +175,91 @@ def test_interrupt_inside_a_tool(loop):
     out = graph.invoke(Command(resume="A human says 1889."), config)
     assert after_interrupt == ["A human says 1889."]
     assert "A human says 1889." in everything_seen(model)
+    assert out["status"] == "completed"
+
+
+class ToolTracer(BaseCallbackHandler):
+    """Records the tool runs a tracer (LangSmith or any callback handler) is told about."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.ended = 0
+
+    def on_tool_start(self, serialized: dict[str, Any], input_str: str, **kwargs: Any) -> None:
+        self.started.append(serialized.get("name", ""))
+
+    def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+        self.ended += 1
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_tracer_sees_every_tool_run(loop, how):
+    """Callbacks reach tool runs under invoke and ainvoke (tools run in the graph's runtime)."""
+
+    @tool
+    def search(query: str) -> str:
+        """Search the web."""
+        return "Construction ran from 1887 to 1889."
+
+    _model, graph = run(loop, [search])
+    tracer = ToolTracer()
+    inputs = {"messages": [("user", QUESTION)]}
+    config = {"callbacks": [tracer]}
+    out = graph.invoke(inputs, config) if how == "invoke" else await graph.ainvoke(inputs, config)
+    assert out["status"] == "completed"
+    assert tracer.started == ["search"] and tracer.ended == 1
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_stream_writer_and_injected_state_in_a_tool(loop):
+    """get_stream_writer() and InjectedState work in a tool of every tool-using loop."""
+
+    @tool
+    def search(query: str, state: Annotated[dict, InjectedState]) -> str:
+        """Search the web."""
+        get_stream_writer()({"searching": query, "messages_seen": len(state["messages"])})
+        return "Construction ran from 1887 to 1889."
+
+    _model, graph = run(loop, [search])
+    # Plan-and-Execute and Reflexion run tools inside their ReAct subgraph, whose stream
+    # reaches the caller with subgraphs=True (as for any LangGraph subgraph).
+    custom = [
+        chunk
+        for _namespace, mode, chunk in graph.stream(
+            {"messages": [("user", QUESTION)]},
+            stream_mode=["custom", "updates"],
+            subgraphs=True,
+        )
+        if mode == "custom"
+    ]
+    assert [c["searching"] for c in custom] == [QUERY]
+    assert custom[0]["messages_seen"] >= 1
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_command_update_from_a_tool_is_applied(loop):
+    """A tool's Command(update=...) reaches the caller's state keys (state_schema)."""
+
+    class Notes(TypedDict, total=False):
+        notes: list[str]
+
+    @tool
+    def search(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Search the web."""
+        return Command(
+            update={
+                "notes": [f"looked up {query}"],
+                "messages": [
+                    ToolMessage("Construction ran from 1887 to 1889.", tool_call_id=tool_call_id)
+                ],
+            }
+        )
+
+    model, graph = run(loop, [search], state_schema=Notes)
+    out = graph.invoke({"messages": [("user", QUESTION)], "notes": []})
+    assert out["notes"] == [f"looked up {QUERY}"]
+    assert "Construction ran from 1887 to 1889." in everything_seen(model)
     assert out["status"] == "completed"
 
 
