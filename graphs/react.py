@@ -45,6 +45,7 @@ from loopgraphs.nodes.tool_loop import (
     read_reply,
     required_tool,
     resolve_mode,
+    restated_answer,
     review_node,
     run_registry,
     tool_budget_spent,
@@ -110,7 +111,13 @@ def build_react(
         if state.get("reformat"):
             update["reformat"] = False
         if reading.outcome == "final":
-            return {**update, "status": "completed", "answer": reading.answer}
+            answer = restated_answer(
+                reading.answer,
+                state["messages"],
+                state.get("transcript_start", 0),
+                state.get("fence", ""),
+            )
+            return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":
             return update
         if require:

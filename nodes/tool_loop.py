@@ -326,6 +326,33 @@ def read_reply(
     return Reading("retry", reply, content_text(reply.content).strip())
 
 
+def _squashed(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "+-*/^%().")
+
+
+def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fence: str) -> str:
+    """The final answer, or the last tool result when the answer merely restates the
+    question put to that tool (a small model answering "17 * 19 + 4" after the calculator
+    said 327), or is empty while a tool result exists."""
+    last_call: ToolCall | None = None
+    result: ToolMessage | None = None
+    for message in messages[start:]:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            last_call = message.tool_calls[-1]
+        elif (
+            isinstance(message, ToolMessage)
+            and last_call
+            and message.tool_call_id == last_call["id"]
+        ):
+            result = message
+    if last_call is None or result is None or result.status == "error":
+        return answer
+    asked = [str(value) for value in last_call["args"].values()]
+    if answer.strip() and _squashed(answer) not in {_squashed(a) for a in asked if a.strip()}:
+        return answer
+    return unfence(content_text(result.content), fence) or answer
+
+
 def check_history(messages: Sequence[AnyMessage]) -> None:
     """Raise ``ValueError`` when an assistant message's tool calls have no results.
 

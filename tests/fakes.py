@@ -72,6 +72,8 @@ class ScriptedChatModel(BaseChatModel):
     _index: int = PrivateAttr(default=0)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _tool_sets: list[list[str]] = PrivateAttr(default_factory=list)
+    _tool_choices: list[Any] = PrivateAttr(default_factory=list)
+    _schemas: list[Any] = PrivateAttr(default_factory=list)
     _active: int = PrivateAttr(default=0)
     _max_active: int = PrivateAttr(default=0)
 
@@ -95,15 +97,28 @@ class ScriptedChatModel(BaseChatModel):
         return self._tool_sets
 
     @property
+    def tool_choices(self) -> list[Any]:
+        """The ``tool_choice`` bound for each call that had tools (None when not set)."""
+        return self._tool_choices
+
+    @property
+    def schemas(self) -> list[Any]:
+        """The schemas asked for through ``with_structured_output``, in order."""
+        return self._schemas
+
+    @property
     def max_concurrency(self) -> int:
         """The largest number of calls that were in flight at the same time."""
         return self._max_active
 
-    def _next(self, messages: list[BaseMessage], tools: list[str] | None) -> AIMessage:
+    def _next(
+        self, messages: list[BaseMessage], tools: list[str] | None, choice: Any = None
+    ) -> AIMessage:
         with self._lock:
             self._prompts.append(list(messages))
             if tools is not None:
                 self._tool_sets.append(tools)
+                self._tool_choices.append(choice)
             if self._index < len(self.replies):
                 reply = self.replies[self._index]
                 self._index += 1
@@ -150,7 +165,7 @@ class ScriptedChatModel(BaseChatModel):
         try:
             if self.delay:
                 time.sleep(self.delay)
-            message = self._next(messages, _tool_names(kwargs))
+            message = self._next(messages, _tool_names(kwargs), kwargs.get("tool_choice"))
         finally:
             self._leave()
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -166,7 +181,7 @@ class ScriptedChatModel(BaseChatModel):
         try:
             if self.delay:
                 await asyncio.sleep(self.delay)
-            message = self._next(messages, _tool_names(kwargs))
+            message = self._next(messages, _tool_names(kwargs), kwargs.get("tool_choice"))
         finally:
             self._leave()
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -199,13 +214,14 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
         names = [getattr(t, "name", None) or getattr(t, "__name__", str(t)) for t in tools]
-        return self.bind(tools=names, **kwargs)
+        return self.bind(tools=names, tool_choice=kwargs.pop("tool_choice", None), **kwargs)
 
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, method: str = "json_schema", **kwargs: Any
     ) -> Runnable[Any, Any]:
         if not (self.profile or {}).get("structured_output"):
             raise NotImplementedError("this scripted model has no structured output")
+        self._schemas.append(schema)
 
         def parse(message: AIMessage) -> Any:
             data = extract_json(content_text(message.content))

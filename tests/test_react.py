@@ -361,3 +361,55 @@ def test_streaming_updates_show_each_step():
         for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")
     ]
     assert nodes == ["prepare", "generate", "call_tool", "generate"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_required_tool_choice_makes_the_model_call_a_tool_first(mode):
+    """tool_choice="required": native binds it, json drops the final answer from the
+    schema, text asks again; after the first call the model may answer."""
+    replies = [
+        final(mode, "guessing 42"),
+        act(mode, "multiply", {"a": 6, "b": 7}),
+        final(mode, "42"),
+    ]
+    if mode == "native":
+        replies = replies[1:]  # the provider enforces the call
+    model, graph = build(mode, replies, tool_choice="required")
+    out = graph.invoke({"messages": [("user", "6*7?")]})
+    assert out["status"] == "completed" and out["answer"] == "42"
+    assert [m.name for m in out["messages"] if isinstance(m, ToolMessage)] == ["multiply"]
+    if mode == "native":
+        assert model.tool_choices == ["required", None]
+    elif mode == "json":
+        actions = [
+            [alt["properties"]["action"]["const"] for alt in schema["schema"]["anyOf"]]
+            for schema in model.schemas
+        ]
+        assert actions == [["multiply"], ["multiply"], ["multiply", "final_answer"]]
+        assert "first call one of the tools" in content_text(model.prompts[1][-1].content)
+    else:
+        assert "first call one of the tools" in content_text(model.prompts[1][-1].content)
+
+
+def test_tool_choice_names_an_existing_tool():
+    with pytest.raises(ValueError, match="tool_choice"):
+        build("native", [], tool_choice="no_such_tool")
+    model, graph = build(
+        "native",
+        [act("native", "multiply", {"a": 2, "b": 3}), final("native", "6")],
+        tool_choice="multiply",
+    )
+    assert graph.invoke({"messages": [("user", "2*3")]})["answer"] == "6"
+    assert model.tool_choices == ["multiply", None]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_answer_restating_the_tool_input_is_the_tool_result(mode):
+    """A final answer that only restates what was asked of the last tool is replaced by
+    that tool's result; any other answer is kept."""
+    script = [act(mode, "multiply", {"a": 17, "b": 19}), final(mode, "17")]
+    _, graph = build(mode, script)
+    assert graph.invoke({"messages": [("user", "17*19?")]})["answer"] == "323"
+    script = [act(mode, "multiply", {"a": 17, "b": 19}), final(mode, "It is 323.")]
+    _, graph = build(mode, script)
+    assert graph.invoke({"messages": [("user", "17*19?")]})["answer"] == "It is 323."
