@@ -163,7 +163,7 @@ def make_settings(
         max_iterations=check_positive("max_iterations", max_iterations),
         max_tool_output_chars=max_tool_output_chars,
         tool_timeout=tool_timeout,
-        retry_policy=retry_policy if retry_policy is not None else default_retry_policy(),
+        retry_policy=retry_policy if retry_policy is not None else default_retry_policy(model),
         interrupt_before_tools=review,
         system_prompt=system_prompt,
     )
