@@ -51,8 +51,7 @@ HEALTH_POLL_SECONDS = 0.1
 DEFAULT_TIMEOUT_SECONDS = 120.0  # per request to a remote server
 DEFAULT_LOCAL_MAX_TOKENS = 512  # cap per reply on llama.cpp and local servers
 LOCAL_TIMEOUT_BASE_SECONDS = 30.0  # room for reading a long prompt
-LOCAL_MIN_TOKENS_PER_SECOND = 8.0  # per GB of weights; SmolLM2 does ~120 on 2 cores
-ASSUMED_MODEL_BYTES = 4_000_000_000  # a local server whose model size is unknown
+LOCAL_SECONDS_PER_TOKEN = 0.5  # per GB of weights; SmolLM2 needs ~0.01 s on 2 idle cores
 PROBE_TIMEOUT_SECONDS = 2.0
 
 # Extra sampling fields of llama.cpp's OpenAI endpoint, sent with every request to a
@@ -378,10 +377,14 @@ def is_local_model(model: object) -> bool:
 def local_request_timeout(max_tokens: int, model_bytes: int | None = None) -> float:
     """Timeout in seconds for one request to a local server, sized from its token cap.
 
-    It allows `LOCAL_TIMEOUT_BASE_SECONDS` (30 s) for reading the prompt plus the cap
-    generated at `LOCAL_MIN_TOKENS_PER_SECOND` (8 tokens/s) per GB of weights, counting
-    at least 1 GB: 94 s for the bundled SmolLM2 at 512 tokens, which generates about 120
-    tokens/s on 2 cores. A model of unknown size counts as `ASSUMED_MODEL_BYTES` (4 GB).
+    It allows `LOCAL_TIMEOUT_BASE_SECONDS` (30 s) for reading the prompt plus
+    `LOCAL_SECONDS_PER_TOKEN` (0.5 s) per capped token and per GB of weights, counting at
+    least 1 GB (generation on a CPU slows down in proportion to the weights it reads):
+    286 s for the bundled SmolLM2 at 512 tokens. SmolLM2 generates about 120 tokens/s on
+    2 idle cores, so the cap, not the timeout, ends a runaway reply (in about 5 s); the
+    timeout is the backstop for a server that stalls, and still holds on a machine so
+    busy with other work that SmolLM2 fell to 3 tokens/s. A model of unknown size counts
+    as 1 GB; pass `timeout=` for a big model on a slow machine.
 
     Args:
         max_tokens: Cap on generated tokens per request.
@@ -390,9 +393,8 @@ def local_request_timeout(max_tokens: int, model_bytes: int | None = None) -> fl
     Returns:
         The timeout in seconds.
     """
-    size = ASSUMED_MODEL_BYTES if model_bytes is None else model_bytes
-    gigabytes = max(1.0, size / 1e9)
-    return LOCAL_TIMEOUT_BASE_SECONDS + max_tokens * gigabytes / LOCAL_MIN_TOKENS_PER_SECOND
+    gigabytes = max(1.0, (model_bytes or 0) / 1e9)
+    return LOCAL_TIMEOUT_BASE_SECONDS + max_tokens * gigabytes * LOCAL_SECONDS_PER_TOKEN
 
 
 @dataclass(frozen=True)
@@ -698,10 +700,11 @@ def load_model(
       `LOOPGRAPHS_MAX_TOKENS` says otherwise;
     * llama.cpp servers get `LLAMACPP_SAMPLING`, DRY ("don't repeat yourself") sampling
       that penalises extending a sequence already in the context;
-    * a local server's request times out after `local_request_timeout(cap)` seconds (94 s
-      for SmolLM2 at 512 tokens), and its client never retries; the loops' default retry
-      policy does not resend a local request that timed out either, because on this
-      machine a timeout means a runaway reply, not a network fault.
+    * a local server's request times out after `local_request_timeout(cap)` seconds (286 s
+      for SmolLM2 at 512 tokens, a backstop: the cap ends a runaway in about 5 s), and
+      its client never retries; the loops' default retry policy does not resend a local
+      request that timed out either, because on this machine a timeout means a runaway
+      reply or a stalled server, not a network fault.
 
     Remote servers keep a 120 s timeout, no default cap and `max_retries`.
 

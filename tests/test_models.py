@@ -224,11 +224,11 @@ def test_is_local_model_reads_the_base_url_of_a_model() -> None:
 
 def test_local_request_timeout_is_sized_from_the_cap() -> None:
     smollm2_bytes = 98_000_000
-    assert local_request_timeout(512, smollm2_bytes) == 30 + 512 / 8
-    assert local_request_timeout(64, smollm2_bytes) == 30 + 64 / 8
+    assert local_request_timeout(512, smollm2_bytes) == 30 + 512 * 0.5
+    assert local_request_timeout(64, smollm2_bytes) == 30 + 64 * 0.5
     # Bigger weights generate more slowly: the budget per token grows with their size.
-    assert local_request_timeout(512, 4_500_000_000) == pytest.approx(30 + 512 * 4.5 / 8)
-    assert local_request_timeout(512) == local_request_timeout(512, 4_000_000_000)
+    assert local_request_timeout(512, 4_500_000_000) == pytest.approx(30 + 512 * 4.5 * 0.5)
+    assert local_request_timeout(512) == local_request_timeout(512, smollm2_bytes)
 
 
 @pytest.mark.parametrize(
