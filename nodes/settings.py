@@ -277,8 +277,9 @@ def make_settings(
     max_calls = options.get("max_tool_calls")
     for key in ("state_schema", "context_schema"):
         _check_schema(key, options.get(key))
+    chat_model = check_model(model)
     return LoopSettings(
-        model=check_model(model),
+        model=chat_model,
         tools=registry,
         tool_mode=check_tool_mode(options.get("tool_mode", "auto")),
         max_iterations=check_positive("max_iterations", max_iterations),
@@ -288,7 +289,7 @@ def make_settings(
             minimum=100,
         ),
         tool_timeout=_check_timeout(options.get("tool_timeout", DEFAULT_TOOL_TIMEOUT)),
-        retry_policy=policy if policy is not None else default_retry_policy(),
+        retry_policy=policy if policy is not None else default_retry_policy(chat_model),
         review=review_policy(options.get("interrupt_before_tools", False), registry.names),
         system_prompt=_check_system_prompt(options.get("system_prompt")),
         tool_choice=_check_tool_choice(options.get("tool_choice"), registry),

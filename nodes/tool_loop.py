@@ -330,10 +330,15 @@ def _squashed(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "+-*/^%().")
 
 
+def _expression(text: str) -> bool:
+    return any(ch.isdigit() for ch in text) and any(op in text for op in "+-*/^%")
+
+
 def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fence: str) -> str:
-    """The final answer, or the last tool result when the answer merely restates the
-    question put to that tool (a small model answering "17 * 19 + 4" after the calculator
-    said 327), or is empty while a tool result exists."""
+    """The final answer, or the last tool result when the answer merely restates it (it
+    is that result, markers included, or is empty) or restates the expression the tool
+    was asked to compute (a small model answering "17 * 19 + 4" after the calculator
+    said 323)."""
     last_call: ToolCall | None = None
     result: ToolMessage | None = None
     for message in messages[start:]:
@@ -347,10 +352,12 @@ def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fen
             result = message
     if last_call is None or result is None or result.status == "error":
         return answer
-    asked = [str(value) for value in last_call["args"].values()]
-    if answer.strip() and _squashed(answer) not in {_squashed(a) for a in asked if a.strip()}:
-        return answer
-    return unfence(content_text(result.content), fence) or answer
+    observed = unfence(content_text(result.content), fence)
+    asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
+    said = _squashed(unfence(answer, fence))
+    if not said or said == _squashed(observed) or said in asked:
+        return observed or answer
+    return answer
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:

@@ -14,6 +14,11 @@ request takes the next behaviour from a scripted queue; when the queue is empty 
 * ``CutStream(after_chunks=2)``: a stream that stops midway, without ``[DONE]``.
 
 Every request body is recorded in ``server.requests``.
+
+It can also stand in for what a local server says about itself: ``props`` is served at
+``GET /props`` (llama.cpp), ``models`` at ``GET /v1/models`` and ``show`` at
+``POST /api/show`` (Ollama); any of them left ``None`` answers 404. The paths asked are
+recorded in ``server.probes``.
 """
 
 from __future__ import annotations
@@ -173,11 +178,20 @@ class _QuietServer(ThreadingHTTPServer):
 class FaultServer:
     """The server; use as a context manager. ``base_url`` is what ``ChatOpenAI`` needs."""
 
-    def __init__(self, default: Behaviour | None = None) -> None:
+    def __init__(
+        self,
+        default: Behaviour | None = None,
+        *,
+        props: dict[str, Any] | None = None,
+        models: dict[str, Any] | None = None,
+        show: dict[str, Any] | None = None,
+    ) -> None:
         self.default: Behaviour = default or Reply(content="default reply")
         self.queue: deque[Behaviour] = deque()
         self.requests: list[dict[str, Any]] = []
         self.served: list[str] = []
+        self.pages = {"/props": props, "/v1/models": models, "/api/show": show}
+        self.probes: list[str] = []
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -186,6 +200,11 @@ class FaultServer:
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def _page(self, path: str) -> dict[str, Any] | None:
+        with self._lock:
+            self.probes.append(path)
+        return self.pages.get(path)
 
     def script(self, *behaviours: Behaviour) -> FaultServer:
         """Queue behaviours for the next requests, in order."""
@@ -228,12 +247,25 @@ class FaultServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _send_page(self) -> None:
+                page = server._page(self.path.rstrip("/"))
+                if page is None:
+                    self._send_json(404, {"error": {"message": "not found"}}, {})
+                else:
+                    self._send_json(200, page, {})
+
+            def do_GET(self) -> None:
+                self._send_page()
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
                     body = {}
+                if self.path.rstrip("/") == "/api/show":
+                    self._send_page()
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send_json(404, {"error": {"message": "not found"}}, {})
                     return

@@ -18,6 +18,10 @@ from langchain_openai import ChatOpenAI
 from loopgraphs.models import LocalServer, find_default_gguf, local_chat_model
 
 LOCAL_TEST_MAX_TOKENS = 96
+# Tests share two cores with other work, where SmolLM2 has been measured as slow as
+# 1.5 tokens/s: a generous timeout keeps a slow machine from failing them. The cap, not
+# the timeout, is what ends a runaway reply.
+LOCAL_TEST_TIMEOUT_SECONDS = 300.0
 
 
 def _missing(reason: str) -> NoReturn:
@@ -44,4 +48,6 @@ def local_server() -> Iterator[LocalServer]:
 @pytest.fixture(scope="session")
 def local_model(local_server: LocalServer) -> ChatOpenAI:
     """A chat model on the session server, capped at 96 generated tokens to keep tests fast."""
-    return local_chat_model(local_server, max_tokens=LOCAL_TEST_MAX_TOKENS)
+    return local_chat_model(
+        local_server, max_tokens=LOCAL_TEST_MAX_TOKENS, timeout=LOCAL_TEST_TIMEOUT_SECONDS
+    )

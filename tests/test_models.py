@@ -18,15 +18,37 @@ from loopgraphs import models
 from loopgraphs.models import (
     DEFAULT_GGUF_NAME,
     DEFAULT_MODEL_ENV,
+    DEFAULT_TIMEOUT_SECONDS,
     Capabilities,
     LocalServer,
+    ServerInfo,
     capabilities,
     describe_model,
     find_default_gguf,
     get_local_server,
+    is_local_model,
+    is_loopback_url,
     load_model,
+    local_request_timeout,
     stop_local_servers,
 )
+
+
+@pytest.fixture(autouse=True)
+def remote_probes_stay_offline(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Servers on loopback are really asked; any other host is recorded, never contacted."""
+    real = models.detect_server
+    remote: list[str] = []
+
+    def offline(base_url: str, *args: object, **kwargs: object) -> ServerInfo:
+        if is_loopback_url(base_url):
+            return real(base_url, *args, **kwargs)  # type: ignore[arg-type]
+        remote.append(base_url)
+        return ServerInfo("unknown")
+
+    monkeypatch.setattr(models, "detect_server", offline)
+    monkeypatch.delenv("LOOPGRAPHS_MAX_TOKENS", raising=False)
+    return remote
 
 
 @pytest.fixture
@@ -112,6 +134,114 @@ def test_env_variable_is_the_default_spec(
     explicit = load_model(base_url="http://localhost:7000")
     assert isinstance(explicit, ChatOpenAI)
     assert explicit.openai_api_base == "http://localhost:7000/v1"
+
+
+def test_remote_url_has_no_default_cap_and_keeps_client_retries(
+    remote_probes_stay_offline: list[str], no_openai_key: None
+) -> None:
+    model = load_model("https://models.example.test/v1#big", max_retries=2)
+    assert isinstance(model, ChatOpenAI)
+    assert model.max_tokens is None
+    assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
+    assert model.max_retries == 2
+    assert model.extra_body is None
+    assert remote_probes_stay_offline == ["https://models.example.test/v1"]
+    assert not is_local_model(model)
+
+
+def test_openai_spec_is_never_probed_and_passes_sampling_through(
+    monkeypatch: pytest.MonkeyPatch, remote_probes_stay_offline: list[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = load_model("openai:gpt-4o-mini", sampling={"seed": 7}, profile={"tool_calling": True})
+    assert isinstance(model, ChatOpenAI)
+    assert model.extra_body == {"seed": 7}
+    assert model.profile == {"tool_calling": True}
+    assert model.max_tokens is None
+    assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
+    assert remote_probes_stay_offline == []
+
+
+def test_explicit_max_tokens_beats_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPGRAPHS_MAX_TOKENS", "42")
+    model = load_model("https://models.example.test/v1", max_tokens=7)
+    assert isinstance(model, ChatOpenAI) and model.max_tokens == 7
+
+
+def test_max_tokens_environment_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPGRAPHS_MAX_TOKENS", "lots")
+    with pytest.raises(ValueError, match="LOOPGRAPHS_MAX_TOKENS must be a whole number"):
+        load_model("https://models.example.test/v1")
+
+
+@pytest.mark.parametrize(
+    ("url", "loopback"),
+    [
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://127.8.9.10", True),
+        ("http://localhost:11434/v1", True),
+        ("http://LOCALHOST:11434", True),
+        ("http://ollama.localhost:11434", True),
+        ("http://[::1]:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://localhost.example.test:8000", False),
+        ("http://10.0.0.5:8000/v1", False),
+        ("http://128.0.0.1", False),
+        ("not a url", False),
+        ("http://[::1", False),
+    ],
+)
+def test_loopback_urls(url: str, loopback: bool) -> None:
+    assert is_loopback_url(url) is loopback
+
+
+@pytest.mark.parametrize(
+    ("spec", "local"),
+    [
+        ("local", True),
+        (" gguf:/models/qwen.gguf", True),
+        ("llamacpp:http://127.0.0.1:8080", True),
+        ("llamacpp:http://gpu-box.example.test:8080", False),
+        ("http://localhost:11434/v1#qwen2.5", True),
+        ("https://models.example.test/v1#qwen2.5", False),
+        ("openai:gpt-4o-mini", False),
+    ],
+)
+def test_is_local_model_reads_specs(spec: str, local: bool) -> None:
+    assert is_local_model(spec) is local
+
+
+def test_is_local_model_reads_the_base_url_of_a_model() -> None:
+    on_loopback = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:5/v1")
+    remote = ChatOpenAI(model="m", api_key="k", base_url="https://models.example.test/v1")
+    assert is_local_model(on_loopback)
+    assert is_local_model(on_loopback.bind(stop=["x"]))
+    assert not is_local_model(remote)
+    assert not is_local_model(ChatOpenAI(model="m", api_key="k"))
+    assert not is_local_model(FakeListChatModel(responses=["hi"]))
+    assert not is_local_model(None)
+
+
+def test_local_request_timeout_is_sized_from_the_cap() -> None:
+    smollm2_bytes = 98_000_000
+    assert local_request_timeout(512, smollm2_bytes) == 30 + 512 * 0.5
+    assert local_request_timeout(64, smollm2_bytes) == 30 + 64 * 0.5
+    # Bigger weights generate more slowly: the budget per token grows with their size.
+    assert local_request_timeout(512, 4_500_000_000) == pytest.approx(30 + 512 * 4.5 * 0.5)
+    assert local_request_timeout(512) == local_request_timeout(512, smollm2_bytes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"timeout": 0}, "timeout must be a positive"),
+        ({"sampling": "dry"}, "sampling must be a dict"),
+        ({"profile": ["tool_calling"]}, "profile must be a dict"),
+    ],
+)
+def test_bad_call_settings(kwargs: dict[str, object], error: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=error):
+        load_model("https://models.example.test/v1", **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "gguf:", "ftp://host", ""])
@@ -311,8 +441,13 @@ def test_local_spec_shares_one_server_per_file(
     assert not models._local_servers
 
 
-def test_llamacpp_spec_declares_constrained_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    model = load_model("llamacpp:http://127.0.0.1:8080")
+def test_llamacpp_spec_declares_constrained_json(remote_probes_stay_offline: list[str]) -> None:
+    model = load_model("llamacpp:http://gpu-box.example.test:8080")
     assert isinstance(model, ChatOpenAI)
-    assert str(model.openai_api_base) == "http://127.0.0.1:8080/v1"
+    assert str(model.openai_api_base) == "http://gpu-box.example.test:8080/v1"
     assert capabilities(model) == Capabilities(tool_calling=False, structured_output=True)
+    # A llama.cpp server elsewhere gets the cap and the sampling, but a remote timeout.
+    assert model.max_tokens == models.DEFAULT_LOCAL_MAX_TOKENS
+    assert model.extra_body == models.LLAMACPP_SAMPLING
+    assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
+    assert remote_probes_stay_offline == ["http://gpu-box.example.test:8080/v1"]

@@ -404,12 +404,20 @@ def test_tool_choice_names_an_existing_tool():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_an_answer_restating_the_tool_input_is_the_tool_result(mode):
-    """A final answer that only restates what was asked of the last tool is replaced by
-    that tool's result; any other answer is kept."""
-    script = [act(mode, "multiply", {"a": 17, "b": 19}), final(mode, "17")]
-    _, graph = build(mode, script)
-    assert graph.invoke({"messages": [("user", "17*19?")]})["answer"] == "323"
-    script = [act(mode, "multiply", {"a": 17, "b": 19}), final(mode, "It is 323.")]
-    _, graph = build(mode, script)
-    assert graph.invoke({"messages": [("user", "17*19?")]})["answer"] == "It is 323."
+def test_an_answer_restating_the_expression_or_the_result_is_the_tool_result(mode):
+    """A final answer that only restates the expression the tool computed, or the tool's
+    result itself (fence markers and all), is replaced by that result; others are kept."""
+
+    def calc(expression: str) -> str:
+        """Compute an arithmetic expression."""
+        return {"17 * 19": "323"}[expression]
+
+    def run(answer: str) -> str:
+        script = [act(mode, "calc", {"expression": "17 * 19"}), final(mode, answer)]
+        _, graph = build(mode, script, tools=[calc])
+        return graph.invoke({"messages": [("user", "17*19?")]})["answer"]
+
+    assert run("17*19") == "323"
+    assert run("") == "323"
+    assert run("It is 323.") == "It is 323."
+    assert run("17") == "17"

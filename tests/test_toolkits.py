@@ -135,11 +135,81 @@ def test_calculator_refusals(expression: str, reason: str) -> None:
     assert reason in result
 
 
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("6*7 = 42", '42 (ignored "= 42")'),
+        ("17 * 19 = 2567", '323 (ignored "= 2567")'),
+        ("6 × 7 = 42 = 43", '42 (ignored "= 42 = 43")'),
+        ("6*7 = forty-two", '42 (ignored "= forty-two")'),
+        ("6*7 =", "42"),
+        ("= 6*7", "42"),
+        ("`6*7`", "42"),
+        ("```python\n6*7\n```", "42"),
+        ("'2+3'", "5"),
+        ('"6 * 7"', "42"),
+        ("“6 * 7”", "42"),
+        ("what is 6*7?", "42"),
+        ("What's 6 x 7?", "42"),
+        ("Calculate 12 ÷ 4.", "3"),
+        ("compute: 2^10", "1024"),
+        ("`what is 6*7 = 42?`", '42 (ignored "= 42")'),
+        ("`6*7` = 42", '42 (ignored "= 42")'),
+        ("1,000 * 3", "3000"),
+        ("1,000,000 / 4", "250000"),
+        ("12,345.5 + 1", "12346.5"),
+        ("(1,000 + 5) * 2", "2010"),
+    ],
+)
+def test_calculator_reads_loose_forms(expression: str, expected: str) -> None:
+    assert calc(expression) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # Inside a call a comma separates arguments, so "1,000" stays two numbers.
+        ("max(1,000)", "1"),
+        ("round(1,234)", "1"),
+        ("min(4, 2, 8)", "2"),
+        # Comparisons are not a guessed result: they stay refused.
+        ("1 == 1", "Error: Compare is not allowed in arithmetic expressions"),
+        ("1 <= 2", "Error: Compare is not allowed in arithmetic expressions"),
+        ("2 >= 1 = 1", "Error: Compare is not allowed in arithmetic expressions"),
+        # A comma that is not a thousands separator is not guessed away.
+        ("1,00 * 3", "Error: Tuple is not allowed in arithmetic expressions"),
+        # A name on the left of "=" is not an expression to evaluate.
+        ("x = 6*7", "Error: name 'x' is not allowed"),
+    ],
+)
+def test_calculator_leaves_ambiguous_forms_alone(expression: str, expected: str) -> None:
+    assert calc(expression) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        ("what is 2**100000?", "exponent 100000 is too large"),
+        ("`__import__('os')` = 0", "only these functions"),
+        ("6*7 = " + "1" * 495, "501 characters"),
+        ("what is (" + "(" * 60 + "1" + ")" * 61 + "?", "nested deeper"),
+        ("'abc'", "only numbers"),
+        ("what is 2 +?", "invalid syntax"),
+    ],
+)
+def test_calculator_loose_forms_keep_every_limit(expression: str, reason: str) -> None:
+    result = calc(expression)
+    assert result.startswith("Error:"), result
+    assert reason in result
+
+
 def test_calculator_tool_interface() -> None:
     assert calculator.name == "calculator"
     assert list(calculator.args) == ["expression"]
     assert "sqrt" in calculator.description
     assert "arithmetic" in calculator.description
+    assert "after = is ignored" in calculator.description
+    assert len(calculator.description) < 400
 
 
 # --- knowledge base ---------------------------------------------------------------------

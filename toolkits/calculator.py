@@ -4,6 +4,11 @@ Expressions are parsed with :mod:`ast` and evaluated by walking the tree; only n
 fixed set of operators, a few math functions and two constants are allowed. Nothing is ever
 passed to ``eval`` or ``exec``, and work that could take long (huge powers, huge integers)
 is refused before it is done.
+
+The tool also reads the loose forms small models write when the meaning is plain: an
+expression with its own guessed result (``6*7 = 42``: the guess is ignored and the reply
+says so), wrapped in backticks or quotes, phrased as a question (``what is 6*7?``), or with
+thousands separators (``1,000 * 3``).
 """
 
 from __future__ import annotations
@@ -61,11 +66,21 @@ _CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 _TIMES_SIGN = re.compile(r"(?<=[\d.)])(\s*)[xX](?=\s*[\w.(])")
 _HEX_PREFIX = re.compile(r"(?:^|[^\w.])0$")
 
+_WRAPPERS = (("```", "```"), ("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"))
+_FENCE_LANGUAGE = re.compile(r"^(?:python|py|math|text)\s*\n", re.IGNORECASE)
+_QUESTION = re.compile(
+    r"^(?:what\s+is|what's|whats|how\s+much\s+is|calculate|compute|evaluate|solve)\b\s*:?\s*",
+    re.IGNORECASE,
+)
+_END_PUNCTUATION = re.compile(r"[\s?!.]+$")
+_ASSIGNMENT = re.compile(r"(?<![<>=!])=(?!=)")
+_GROUPED_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,])")
+
 _DESCRIPTION = (
     "Evaluate an arithmetic expression and return the result. Supports + - * / // % ** "
-    "(x or × also multiply, ^ is power), parentheses, unary minus, decimals, the functions "
+    "(x or × also multiply, ÷ divides, ^ is power), parentheses, decimals, the functions "
     "sqrt, abs, round, min, max, floor, ceil, log, exp, sin, cos, tan and the constants pi "
-    "and e. Example: (3 + 4) * 2 ^ 3"
+    "and e. Give only the expression, e.g. (3 + 4) * 2 ^ 3; text after = is ignored."
 )
 
 
@@ -202,6 +217,110 @@ def evaluate(expression: str) -> Number:
         raise CalculatorError(str(exc)) from None
 
 
+def _unwrap(text: str) -> str:
+    """Strip whitespace and any backticks, code fences or quotes around the whole text."""
+    text = text.strip()
+    changed = True
+    while changed:
+        changed = False
+        for opening, closing in _WRAPPERS:
+            inner = len(text) - len(opening) - len(closing)
+            if inner > 0 and text.startswith(opening) and text.endswith(closing):
+                text = text[len(opening) : len(text) - len(closing)]
+                text = _FENCE_LANGUAGE.sub("", text, count=1).strip()
+                changed = True
+                break
+    return text
+
+
+def _inside_calls(text: str) -> list[bool]:
+    """For each character, whether it lies between the parentheses of a call like ``max(``."""
+    inside: list[bool] = []
+    opened: list[bool] = []  # per open parenthesis: does it start a call?
+    open_calls = 0
+    previous = ""
+    for char in text:
+        if char == "(":
+            opened.append(previous.isalnum() or previous == "_")
+            open_calls += opened[-1]
+        elif char == ")" and opened:
+            open_calls -= opened.pop()
+        inside.append(open_calls > 0)
+        if not char.isspace():
+            previous = char
+    return inside
+
+
+def _without_grouping(text: str) -> str:
+    """Drop thousands separators (``1,000``) where a comma cannot separate arguments."""
+    inside = _inside_calls(text)
+    return _GROUPED_NUMBER.sub(
+        lambda match: match.group(0) if inside[match.start()] else match.group(0).replace(",", ""),
+        text,
+    )
+
+
+def _loose_reading(expression: str) -> tuple[str, str | None] | None:
+    """Read the loose forms small models write; None when there is nothing to reread.
+
+    Returns:
+        The expression to evaluate and the guessed result after ``=`` that was dropped
+        (None when there was none).
+    """
+    text = _unwrap(expression)
+    text = _QUESTION.sub("", text, count=1)
+    text = _unwrap(_END_PUNCTUATION.sub("", text))
+    text = text.lstrip("= ")
+    ignored = None
+    assignment = _ASSIGNMENT.search(text)
+    if assignment is not None:
+        guess = text[assignment.end() :].strip()
+        ignored = f"= {guess}" if guess else None
+        text = _unwrap(text[: assignment.start()])
+    text = _without_grouping(text)
+    if text == expression.strip() or not text:
+        return None
+    return text, ignored
+
+
+def calculate(expression: str) -> tuple[Number, str | None]:
+    """Evaluate an expression, also accepting the loose forms small models write.
+
+    The expression is first evaluated as written. Only if that fails is it read again
+    without surrounding backticks, code fences or quotes, without a leading question
+    (``what is``, ``calculate``, ...) and trailing ``?``, without a guessed result after
+    ``=`` (``6*7 = 42`` evaluates ``6*7``), and without thousands separators outside
+    function calls (``1,000 * 3``, but ``max(1,000)`` keeps its two arguments). Every limit
+    of :func:`evaluate` applies to both readings.
+
+    Args:
+        expression: The text the model gave.
+
+    Returns:
+        The value, and the text after ``=`` that was ignored (``None`` when there was
+        none).
+
+    Raises:
+        CalculatorError: If neither reading can be evaluated. The error is the one of the
+            expression as written, unless that text was not even valid syntax.
+    """
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculatorError(
+            f"expression is {len(expression)} characters long (limit {MAX_EXPRESSION_CHARS})"
+        )
+    try:
+        return evaluate(expression), None
+    except CalculatorError as error:
+        reading = _loose_reading(expression)
+        if reading is None:
+            raise
+        try:
+            return evaluate(reading[0]), reading[1]
+        except CalculatorError as loose_error:
+            # Text that was not even valid syntax is better explained by its loose reading.
+            raise (loose_error if str(error).startswith("invalid syntax") else error) from None
+
+
 def format_number(value: Number) -> str:
     """Format a result for display.
 
@@ -224,9 +343,11 @@ def format_number(value: Number) -> str:
 
 def _calculate(expression: str) -> str:
     try:
-        return format_number(evaluate(expression))
+        value, ignored = calculate(expression)
     except CalculatorError as exc:
         return f"Error: {exc}"
+    result = format_number(value)
+    return f'{result} (ignored "{ignored}")' if ignored else result
 
 
 calculator: BaseTool = StructuredTool.from_function(
