@@ -70,6 +70,8 @@ ACCEPTED_SPECS = (
     "'openai:<model>' (needs OPENAI_API_KEY)",
     "'http(s)://host[:port][/v1][#<model>]' (any OpenAI-compatible server)",
     "'llamacpp:http(s)://host[:port]' (a running llama.cpp server: schema-constrained JSON)",
+    "'<provider>:<model>' for any provider of langchain's init_chat_model "
+    "(e.g. 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'; needs that integration package)",
 )
 
 LLAMACPP_PROFILE: ModelProfile = {"tool_calling": False, "structured_output": True}
@@ -345,6 +347,24 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_embedded_model(model: object) -> bool:
+    """Whether a chat model talks to a llama.cpp server this process started (``"local"``
+    or ``"gguf:<path>"``)."""
+    inner = _unwrap(model) if isinstance(model, Runnable) else model
+    base = str(getattr(inner, "openai_api_base", "") or "").rstrip("/").removesuffix("/v1")
+    return bool(base) and any(
+        server.is_running and server.url.rstrip("/").removesuffix("/v1") == base
+        for server in list(_local_servers.values())
+    )
+
+
+def default_tool_choice(model: object) -> str | None:
+    """The ``tool_choice`` ReAct uses when none is given: ``"required"`` (call a tool
+    before answering) for the embedded small model, which otherwise tends to answer at
+    once without looking anything up; None (the model decides) for every other model."""
+    return "required" if is_embedded_model(model) else None
 
 
 def is_local_model(model: object) -> bool:
@@ -801,7 +821,32 @@ def load_model(
             profile=ModelProfile(**profile) if profile is not None else None,  # type: ignore[typeddict-item]
             extra_body=sampling,
         )
+    if kind and value and kind.replace("_", "").isalnum():
+        return _provider_model(spec, kind, value, temperature=temperature, max_tokens=max_tokens)
     raise _bad_spec(spec)
+
+
+def _provider_model(
+    spec: str, provider: str, name: str, *, temperature: float, max_tokens: int | None
+) -> BaseChatModel:
+    """A ``provider:model`` spec through langchain's ``init_chat_model``.
+
+    Raises:
+        ValueError: The provider is unknown, or its integration package is not installed
+            (the message names the package to install).
+    """
+    from langchain.chat_models import init_chat_model
+
+    settings: dict[str, Any] = {"temperature": temperature}
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
+    try:
+        return init_chat_model(name, model_provider=provider, **settings)
+    except ImportError as exc:
+        raise ValueError(f"Model spec {spec!r}: {exc}") from exc
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(f"{first} {_bad_spec(spec)}") from exc
 
 
 def _unwrap(model: Runnable[Any, Any]) -> Runnable[Any, Any]:

@@ -100,7 +100,7 @@ def build_react(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        require = required_tool(run, state)
+        require = required_tool(run, state, model_default=True)
         update = yield from model_turn(run, state, state["messages"], require=require)
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):

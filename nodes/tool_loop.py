@@ -37,7 +37,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from loopgraphs import prompts
-from loopgraphs.models import capabilities
+from loopgraphs.models import capabilities, default_tool_choice
 from loopgraphs.nodes.call_tool import ToolGuard, make_tool_node, run_calls, unfence
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
@@ -110,9 +110,13 @@ def action_schema(registry: ToolRegistry, *, require: str | None = None) -> dict
     }
 
 
-def required_tool(settings: LoopSettings, state: Mapping[str, Any]) -> str | None:
+def required_tool(
+    settings: LoopSettings, state: Mapping[str, Any], *, model_default: bool = False
+) -> str | None:
     """``"required"`` or a tool name while the run must still call a tool, else None."""
     choice = settings.tool_choice
+    if choice is None and model_default:
+        choice = default_tool_choice(settings.chat_model)
     if choice in (None, "auto") or not settings.tools:
         return None
     made = next(run_calls(state.get("messages") or [], state.get("transcript_start") or 0), None)

@@ -14,7 +14,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from loopgraphs import models
+from loopgraphs import create_react_graph, models
 from loopgraphs.models import (
     DEFAULT_GGUF_NAME,
     DEFAULT_MODEL_ENV,
@@ -32,6 +32,7 @@ from loopgraphs.models import (
     local_request_timeout,
     stop_local_servers,
 )
+from tests.fakes import ScriptedChatModel
 
 
 @pytest.fixture(autouse=True)
@@ -451,3 +452,33 @@ def test_llamacpp_spec_declares_constrained_json(remote_probes_stay_offline: lis
     assert model.extra_body == models.LLAMACPP_SAMPLING
     assert model.request_timeout == DEFAULT_TIMEOUT_SECONDS
     assert remote_probes_stay_offline == ["http://gpu-box.example.test:8080/v1"]
+
+
+def test_provider_specs_go_through_init_chat_model(monkeypatch):
+    import langchain.chat_models
+
+    seen: dict = {}
+
+    def fake_init(name, *, model_provider, **settings):
+        seen.update(name=name, provider=model_provider, **settings)
+        return ScriptedChatModel(replies=["hi"])
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", fake_init)
+    model = load_model("anthropic:claude-sonnet-4-5", max_tokens=64)
+    assert isinstance(model, ScriptedChatModel)
+    assert seen == {
+        "name": "claude-sonnet-4-5",
+        "provider": "anthropic",
+        "temperature": 0.0,
+        "max_tokens": 64,
+    }
+
+
+def test_provider_spec_errors_name_what_is_missing():
+    with pytest.raises(ValueError, match="pip install langchain-anthropic"):
+        load_model("anthropic:claude-sonnet-4-5")
+    unknown = r"Unsupported provider='no_such_provider'.*Accepted forms"
+    with pytest.raises(ValueError, match=unknown):
+        load_model("no_such_provider:model")
+    with pytest.raises(ValueError, match="langchain-ollama"):
+        create_react_graph("ollama:llama3.2", [])
