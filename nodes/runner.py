@@ -27,6 +27,7 @@ from langgraph.types import RetryPolicy
 
 from loopgraphs.nodes.errors import describe_error, should_reraise
 from loopgraphs.nodes.parsing.text import best_effort_answer
+from loopgraphs.nodes.settings import load_context
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,7 @@ def as_node(
     async def async_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
     ) -> Any:
+        await load_context(runtime)
         return await run_async(run(state, config, runtime), config)
 
     return RunnableCallable(sync_node, async_node, name=name, trace=False)

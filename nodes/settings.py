@@ -8,6 +8,7 @@ the checks live here.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -156,6 +157,17 @@ def context_values(context: Any) -> Mapping[str, Any]:
     if isinstance(context, BaseModel):
         return dict(context)
     return {}
+
+
+async def load_context(runtime: Runtime[Any] | None) -> None:
+    """Load the run context's model and tools in a worker thread, so that the sync loading
+    (a server started, a profile read over HTTP, a search index built) never blocks the
+    event loop of an async run; ``for_run`` then finds them cached."""
+    values = context_values(getattr(runtime, "context", None))
+    if values.get("model"):
+        await asyncio.to_thread(_cached_model, str(values["model"]))
+    if values.get("tools") is not None:
+        await asyncio.to_thread(_cached_tools, tuple(values["tools"]))
 
 
 @lru_cache(maxsize=16)

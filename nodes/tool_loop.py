@@ -45,7 +45,7 @@ from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_te
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
 from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
-from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -454,6 +454,7 @@ class ToolStep:
         async def asynchronous(
             state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
         ) -> Any:
+            await load_context(runtime)
             run = self.settings.for_run(runtime)
             output = await self.node_for(run).ainvoke(state, config)
             return _return_direct(run, state, output)

@@ -198,7 +198,7 @@ def test_cli_eval_on_langgraph_dev_writes_the_same_files(
         ("react", "arithmetic-000"),
     ]
     for row in data["results"]:
-        assert row["status"] in ("completed", "max_iterations"), row
+        assert row["status"] in ("completed", "max_iterations"), row.get("error")
         assert row["answer"] or row["status"] == "max_iterations"
         assert 1 <= row["llm_calls"] <= 2
         assert row["input_tokens"] > 0 and 0 < row["output_tokens"] <= 2 * 48

@@ -30,6 +30,7 @@ def test_json_mode_produces_a_parsed_calculator_call(local_model):
         local_model,
         [calculator],
         tool_mode="json",
+        tool_choice="required",
         max_iterations=2,
         system_prompt="Always call the calculator tool before answering.",
     )
