@@ -565,8 +565,10 @@ def local_chat_model(
         A `ChatOpenAI` bound to the server's `/v1` routes that never retries by itself and
         reports usage when streaming.
     """
-    _check_settings(temperature, max_tokens, timeout, sampling, profile)
-    cap = max_tokens or _env_max_tokens() or DEFAULT_LOCAL_MAX_TOKENS
+    cap = _env_max_tokens() if max_tokens is None else max_tokens
+    if cap is None:
+        cap = DEFAULT_LOCAL_MAX_TOKENS
+    _check_settings(temperature, cap, timeout, sampling, profile)
     base_url = f"{server.url}/v1"
     merged = ModelProfile(**LLAMACPP_PROFILE, max_input_tokens=server.n_ctx)
     if profile is None:
@@ -642,10 +644,9 @@ def _server_model(
     if max_tokens is None and (is_llamacpp or local):
         max_tokens = DEFAULT_LOCAL_MAX_TOKENS
     if timeout is None:
-        sized = local and max_tokens is not None
         timeout = (
-            local_request_timeout(max_tokens, info.model_bytes)  # type: ignore[arg-type]
-            if sized
+            local_request_timeout(max_tokens, info.model_bytes)
+            if local and max_tokens is not None
             else DEFAULT_TIMEOUT_SECONDS
         )
     extra = {**LLAMACPP_SAMPLING, **(sampling or {})} if is_llamacpp else sampling
@@ -717,7 +718,9 @@ def load_model(
       request that timed out either, because on this machine a timeout means a runaway
       reply or a stalled server, not a network fault.
 
-    Remote servers keep a 120 s timeout, no default cap and `max_retries`.
+    A llama.cpp server on another machine gets the cap and the sampling but a 120 s
+    timeout and `max_retries`; other remote servers keep the 120 s timeout, no default
+    cap and `max_retries`.
 
     The profile (`tool_calling`, `structured_output`), which drives the loops' `auto` tool
     mode, is asked of the server for URL specs and the embedded server
