@@ -57,7 +57,14 @@ TIMEOUT_ERRORS = frozenset({"TimeoutError", "APITimeoutError", "TimeoutException
 
 
 def is_timeout(exc: BaseException) -> bool:
-    """True when the client gave up waiting for the server (not an HTTP status it sent)."""
+    """Whether the client gave up waiting for the server (not an HTTP status it sent).
+
+    Args:
+        exc: The failure of a model call.
+
+    Returns:
+        True for the OpenAI SDK's and httpx's timeouts and for `TimeoutError`.
+    """
     return any(cls.__name__ in TIMEOUT_ERRORS for cls in type(exc).__mro__)
 
 
@@ -77,6 +84,13 @@ def is_transient_on_local_server(exc: BaseException) -> bool:
     A server on this machine does not lose packets: when a call to it times out, the model
     was still generating (a runaway reply), and sending the same request again would run
     away the same way.
+
+    Args:
+        exc: The failure of a call to a local model.
+
+    Returns:
+        True for rate limits, 5xx and dropped connections; False for timeouts and
+        rejected requests.
     """
     return is_transient(exc) and not is_timeout(exc)
 
@@ -85,7 +99,13 @@ def is_transient_unless_local_timeout(exc: BaseException) -> bool:
     """Like `is_transient`, except for a timeout of a request sent to a loopback address.
 
     Used when the model is only known at run time: the failed request itself says where
-    it went.
+    it went. A timeout that does not say is retried.
+
+    Args:
+        exc: The failure of a model call.
+
+    Returns:
+        Whether the call is worth another attempt.
     """
     if not is_transient(exc):
         return False

@@ -19,7 +19,7 @@ from loopgraphs.models import LocalServer, find_default_gguf, local_chat_model
 
 LOCAL_TEST_MAX_TOKENS = 96
 # Tests share two cores with other work, where SmolLM2 has been measured as slow as
-# 1.5 tokens/s: a generous timeout keeps a slow machine from failing them. The cap, not
+# 2 tokens/s: a generous timeout keeps a slow machine from failing them. The cap, not
 # the timeout, is what ends a runaway reply.
 LOCAL_TEST_TIMEOUT_SECONDS = 300.0
 

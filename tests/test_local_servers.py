@@ -16,7 +16,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from loopgraphs import create_react_graph
+from loopgraphs import create_react_graph, models
 from loopgraphs.models import (
     DEFAULT_LOCAL_MAX_TOKENS,
     LLAMACPP_SAMPLING,
@@ -277,3 +277,24 @@ def test_llamacpp_spec_on_the_embedded_server(local_server: LocalServer) -> None
     assert 0 < reply.usage_metadata["output_tokens"] <= 48
     structured = model.with_structured_output(Answer, method="json_schema")
     assert isinstance(structured.invoke("What is the capital of France?"), Answer)
+
+
+@pytest.mark.integration
+def test_gguf_spec_reads_its_profile_from_the_server(
+    local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's server already serves this file, so the spec reuses it.
+    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    model = load_model(f"gguf:{local_server.gguf}")
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == local_server.model_name
+    assert model.profile == {
+        "tool_calling": False,
+        "structured_output": True,
+        "max_input_tokens": local_server.n_ctx,
+    }
+    assert model.max_tokens == DEFAULT_LOCAL_MAX_TOKENS
+    assert model.extra_body == LLAMACPP_SAMPLING
+    # An explicit profile is taken as given: here, a template known to call tools.
+    forced = load_model(f"gguf:{local_server.gguf}", profile={"tool_calling": True})
+    assert capabilities(forced) == Capabilities(tool_calling=True, structured_output=True)
