@@ -40,6 +40,7 @@ from loopgraphs.nodes.tool_loop import (
     ToolStep,
     check_history,
     interpret,
+    last_result,
     model_turn,
     needs_review,
     read_reply,
@@ -132,14 +133,14 @@ def build_react(
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
-        update = yield from model_turn(run, state, [*state["messages"], ask])
+        update = yield from model_turn(run, state, [*state["messages"], ask], require="none")
         reply = without_tool_calls(update["messages"][0])
         step = interpret(update.get("tool_mode", "none"), reply)
         answer = step.answer if step.kind == "final" else ""
         if not answer and step.kind == "none":
             answer = final_answer_of(content_text(reply.content))
         if not answer:
-            answer = best_effort_answer(state["messages"])
+            answer = last_result(state) or best_effort_answer(state["messages"])
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
     def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:

@@ -82,8 +82,10 @@ def react_instructions(registry: ToolRegistry, mode: str) -> str:
 
 def action_schema(registry: ToolRegistry, *, require: str | None = None) -> dict[str, Any]:
     """JSON schema of one step: one alternative per tool, linking ``action`` to that tool's
-    arguments, plus the final answer unless a tool call is required. Constrained decoding
-    against it lets even a very small model produce only valid actions."""
+    arguments, plus the final answer unless a tool call is required (``require`` is
+    ``"required"`` or a tool name); ``require="none"`` leaves only the final answer.
+    Constrained decoding against it lets even a very small model produce only valid
+    actions."""
 
     def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -97,11 +99,11 @@ def action_schema(registry: ToolRegistry, *, require: str | None = None) -> dict
             "additionalProperties": False,
         }
 
-    schemas = registry.schemas()
-    if require and require != "required":
+    schemas = [] if require == "none" else registry.schemas()
+    if require and require not in ("required", "none"):
         schemas = [s for s in schemas if s["name"] == require]
     alternatives = [step(s["name"], s["parameters"]) for s in schemas]
-    if not require:
+    if not require or require == "none":
         alternatives.append(step("final_answer", {"type": "string"}))
     return {
         "name": "react_step",
@@ -209,7 +211,7 @@ def model_turn(
     rejected = 0  # requests the provider refused before a mode worked
     if mode == "native":
         try:
-            bound = bound_model(model, registry, require)
+            bound = bound_model(model, registry, None if require == "none" else require)
             reply, update = yield from call_model(bound, prompt(mode))
             return {**update, "messages": [reply], "tool_mode": mode}
         except Exception as exc:
@@ -362,6 +364,15 @@ def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fen
     if not said or said == _squashed(observed) or said in asked:
         return observed or answer
     return answer
+
+
+def last_result(state: Mapping[str, Any]) -> str:
+    """The run's last successful tool result, without its fence markers ("" if none)."""
+    messages = state.get("messages") or []
+    for message in reversed(messages[state.get("transcript_start") or 0 :]):
+        if isinstance(message, ToolMessage) and message.status != "error":
+            return unfence(content_text(message.content), state.get("fence", ""))
+    return ""
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:

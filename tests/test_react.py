@@ -421,3 +421,15 @@ def test_an_answer_restating_the_expression_or_the_result_is_the_tool_result(mod
     assert run("") == "323"
     assert run("It is 323.") == "It is 323."
     assert run("17") == "17"
+
+
+def test_forced_final_answer_offers_no_tool_and_falls_back_to_the_last_result():
+    """When the budget is spent, the json schema of the last call has only the final
+    answer; a reply that still asks for a tool gives the last successful tool result,
+    unfenced (the loop-break note of the repeated call is skipped)."""
+    again = act("json", "multiply", {"a": 6, "b": 7})
+    model, graph = build("json", [again, again, again], max_iterations=2)
+    out = graph.invoke({"messages": [("user", "6*7?")]})
+    assert out["status"] == "max_iterations" and out["answer"] == "42"
+    last = model.schemas[-1]["schema"]["anyOf"]
+    assert [alt["properties"]["action"]["const"] for alt in last] == ["final_answer"]
