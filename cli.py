@@ -379,7 +379,7 @@ def command_draw(args: argparse.Namespace, console: Console) -> int:
 def command_demo(args: argparse.Namespace, console: Console) -> int:
     model = model_from(args)
     tools = get_tools(["calculator", "search"])
-    graph = build_loop("react", model, tools, max_iterations=4)
+    graph = build_loop("react", model, tools, max_iterations=3)
     console.print(f"[bold]ReAct[/] on {escape(describe_model(model))} with calculator and search")
     for question in DEMO_QUESTIONS:
         console.rule(question)
