@@ -434,14 +434,14 @@ class ServerInfo:
     model_bytes: int | None = None
 
 
-class _Unreachable(Exception):
-    """The server did not answer at all (as opposed to answering with an error)."""
-
-
 def _request_json(
     url: str, *, body: Mapping[str, Any] | None, api_key: str | None, timeout: float
 ) -> Any:
-    """GET (or POST `body` to) `url` and decode the JSON answer; None if it is not JSON."""
+    """GET (or POST `body` to) `url` and decode the JSON answer.
+
+    An error status or an answer that is not JSON gives None; a server that does not
+    answer at all raises (`OSError`), so that the caller stops asking it.
+    """
     headers = {"Accept": "application/json"}
     data = None
     if body is not None:
@@ -455,8 +455,6 @@ def _request_json(
             return json.loads(response.read())
     except urllib.error.HTTPError:
         return None
-    except (urllib.error.URLError, OSError) as error:
-        raise _Unreachable(str(error)) from error
     except ValueError:
         return None
 
@@ -494,7 +492,8 @@ def detect_server(
     JSON schemas with a grammar. Ollama answers `POST /api/show` with the model's
     `capabilities`, which list `"tools"` when it can call tools. Any other server (vLLM,
     a hosted API) gives an unknown result, and the loops' `auto` tool mode then tries
-    native tool calls first. Errors and timeouts also give an unknown result.
+    native tool calls first. A server that cannot be asked (unreachable, too slow, or
+    blocking I/O refused, as under `langgraph dev`) also gives an unknown result.
 
     Args:
         base_url: The server's OpenAI base URL, with or without `/v1`.
@@ -512,7 +511,11 @@ def detect_server(
         if isinstance(props, dict) and (
             "chat_template_caps" in props or "default_generation_settings" in props
         ):
-            return _llamacpp_info(props, ask(f"{root}/v1/models", body=None), model)
+            try:
+                models = ask(f"{root}/v1/models", body=None)
+            except OSError:
+                models = None
+            return _llamacpp_info(props, models, model)
         if model:
             show = ask(f"{root}/api/show", body={"model": model})
             if isinstance(show, dict) and isinstance(show.get("capabilities"), list):
@@ -520,7 +523,7 @@ def detect_server(
                 return ServerInfo(
                     "ollama", ModelProfile(tool_calling=tools, structured_output=True)
                 )
-    except _Unreachable:
+    except Exception:  # not being able to ask only means not knowing
         pass
     return ServerInfo("unknown")
 

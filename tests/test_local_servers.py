@@ -9,6 +9,7 @@ assumes.
 from __future__ import annotations
 
 import socket
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -214,6 +215,24 @@ def test_unreachable_server_is_unknown_at_once() -> None:
         f"http://127.0.0.1:{port}", None
     )
     assert detect_server(f"http://127.0.0.1:{port}/v1", "m").kind == "unknown"
+
+
+def test_server_that_cannot_be_asked_is_unknown(
+    llamacpp: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Blocked(Exception):
+        """Like the error langgraph dev raises for blocking I/O inside its event loop."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise Blocked("blocking call to socket.socket.connect")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    assert detect_server(llamacpp.base_url, "qwen").kind == "unknown"
+    # A llamacpp: spec still gets what it declares: constrained JSON and the sampling.
+    model = load_model(f"llamacpp:{root(llamacpp)}")
+    assert capabilities(model) == Capabilities(tool_calling=False, structured_output=True)
+    assert model.extra_body == LLAMACPP_SAMPLING  # type: ignore[attr-defined]
+    assert llamacpp.probes == []
 
 
 def test_profile_argument_overrides_and_skips_detection() -> None:

@@ -78,9 +78,9 @@ _GROUPED_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 
 _DESCRIPTION = (
     "Evaluate an arithmetic expression and return the result. Supports + - * / // % ** "
-    "(x or × also multiply, ÷ divides, ^ is power), parentheses, decimals, the functions "
-    "sqrt, abs, round, min, max, floor, ceil, log, exp, sin, cos, tan and the constants pi "
-    "and e. Give only the expression, e.g. (3 + 4) * 2 ^ 3; text after = is ignored."
+    "(x or × also multiply, ÷ divides, ^ is power), parentheses, unary minus, decimals, the "
+    "functions sqrt, abs, round, min, max, floor, ceil, log, exp, sin, cos, tan and the "
+    "constants pi and e. Example: (3 + 4) * 2 ^ 3. Text after = is ignored."
 )
 
 
