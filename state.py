@@ -59,11 +59,6 @@ def usage_of(message: Any) -> Usage:
     }
 
 
-def merge_dict(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """Reducer: merge two dictionaries, the right one winning on equal keys."""
-    return {**(left or {}), **(right or {})}
-
-
 class InputState(TypedDict):
     """What a caller passes in: the conversation so far."""
 

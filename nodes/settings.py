@@ -141,10 +141,6 @@ class LoopSettings:
             changes["max_iterations"] = check_positive("max_iterations", values["max_iterations"])
         return dataclasses.replace(self, **changes) if changes else self
 
-    def needs_review(self, tool_name: str) -> bool:
-        """Whether a call of ``tool_name`` pauses for human approval."""
-        return tool_name in self.review or "*" in self.review
-
 
 def context_values(context: Any) -> Mapping[str, Any]:
     """The run context as a mapping, whatever its type (dict, dataclass, pydantic)."""
