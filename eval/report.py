@@ -34,6 +34,8 @@ class RunResult:
         output_tokens: Generated tokens over every model call.
         cached_tokens: Prompt tokens read from the provider's cache.
         latency: Seconds from submitting the run to its result.
+        model_seconds: Seconds during which a model call of the run was in flight (NaN
+            when not measured, e.g. for runs on a LangGraph server).
         error: What failed, for status ``error``.
     """
 
@@ -50,6 +52,7 @@ class RunResult:
     output_tokens: int
     cached_tokens: int
     latency: float
+    model_seconds: float = math.nan
     error: str = ""
 
 
@@ -65,6 +68,7 @@ class Summary:
     mean_llm_calls: float
     mean_tokens: float
     mean_latency: float
+    mean_model_seconds: float
     statuses: dict[str, int]
 
 
@@ -98,6 +102,7 @@ def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
         mean_llm_calls=mean(run.llm_calls for run in runs),
         mean_tokens=mean(run.input_tokens + run.output_tokens for run in runs),
         mean_latency=mean(run.latency for run in runs),
+        mean_model_seconds=mean(run.model_seconds for run in runs),
         statuses=statuses,
     )
 
@@ -190,12 +195,23 @@ class EvalReport:
                     f"{row.mean_llm_calls:.1f}",
                     f"{row.mean_tokens:,.0f}",
                     f"{row.mean_latency:.2f}",
+                    "-" if math.isnan(row.mean_model_seconds) else f"{row.mean_model_seconds:.2f}",
                     statuses,
                 ]
             )
         return rows
 
-    HEADERS = ("loop", "suite", "n", "accuracy", "calls", "tokens", "latency s", "status")
+    HEADERS = (
+        "loop",
+        "suite",
+        "n",
+        "accuracy",
+        "calls",
+        "tokens",
+        "latency s",
+        "model s",
+        "status",
+    )
 
     def table(self) -> Table:
         """A rich table: per loop and suite, accuracy and means per run."""
@@ -212,7 +228,9 @@ class EvalReport:
         lines = [
             f"Evaluation of {', '.join(self.loops)} on {describe_meta(meta)}.",
             "",
-            "Calls, tokens (input + output) and latency are means per run.",
+            "Calls, tokens (input + output), latency and model time are means per run; model "
+            "time counts the seconds a model call of the run was in flight, the rest of the "
+            "latency is tools, the graph and waiting for a free server slot.",
             "",
             "| " + " | ".join(self.HEADERS) + " |",
             "|" + "|".join(":--" if h in ("loop", "suite") else "--:" for h in self.HEADERS) + "|",

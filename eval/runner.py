@@ -10,12 +10,16 @@ recorded with status ``"error"`` and the error's message, and never stops the ot
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -32,7 +36,46 @@ EVAL_TOOLS: tuple[str, ...] = ("calculator", "search")
 """Built-in tools given to the loops that take tools."""
 
 Invoke = Callable[[str, Task], Awaitable[Mapping[str, Any]]]
-"""Runs one loop on one task and returns the run's output values."""
+"""Runs one loop on one task and returns the run's output values (with ``model_seconds``
+when it measured them)."""
+
+
+class ModelClock(BaseCallbackHandler):
+    """Seconds during which at least one model call of a run was in flight.
+
+    Overlapping calls (parallel branches) count once, so the figure is comparable with the
+    run's latency; the rest of the latency is tools, the graph and waiting for a turn.
+    """
+
+    def __init__(self) -> None:
+        self._started: dict[UUID, float] = {}
+        self._spans: list[tuple[float, float]] = []
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, **_: Any
+    ) -> None:
+        self._started[run_id] = time.perf_counter()
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **_: Any) -> None:
+        self._stop(run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **_: Any) -> None:
+        self._stop(run_id)
+
+    def _stop(self, run_id: UUID) -> None:
+        start = self._started.pop(run_id, None)
+        if start is not None:
+            self._spans.append((start, time.perf_counter()))
+
+    @property
+    def seconds(self) -> float:
+        """The union of the finished calls' spans, in seconds."""
+        total, reached = 0.0, -math.inf
+        for start, end in sorted(self._spans):
+            if end > reached:
+                total += end - max(start, reached)
+                reached = end
+        return total
 
 
 def eval_tools() -> list[BaseTool]:
@@ -151,7 +194,7 @@ def result_of(loop: str, task: Task, out: Mapping[str, Any], latency: float) -> 
         loop: The loop that ran.
         task: The task it ran on.
         out: The run's output values (``answer``, ``status``, ``llm_calls``, ``usage``,
-            ``error``); missing values count as empty.
+            ``error``, and ``model_seconds`` when measured); missing values count as empty.
         latency: Seconds the run took.
 
     Returns:
@@ -173,6 +216,7 @@ def result_of(loop: str, task: Task, out: Mapping[str, Any], latency: float) -> 
         output_tokens=int(usage.get("output_tokens", 0) or 0),
         cached_tokens=int(usage.get("cached_tokens", 0) or 0),
         latency=latency,
+        model_seconds=float(out.get("model_seconds") or math.nan),
         error=str(out.get("error") or ""),
     )
 
@@ -254,7 +298,10 @@ async def aevaluate(
     graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
 
     async def invoke(loop: str, task: Task) -> Mapping[str, Any]:
-        return await graphs[loop].ainvoke({"messages": [("user", task.question)]})
+        clock = ModelClock()
+        config: RunnableConfig = {"callbacks": [clock]}
+        out = await graphs[loop].ainvoke({"messages": [("user", task.question)]}, config)
+        return {**out, "model_seconds": clock.seconds}
 
     started = datetime.now(timezone.utc)
     results = await run_plan(plan, invoke, console=console, show_progress=show_progress)

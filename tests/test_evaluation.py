@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from argparse import Namespace
+from uuid import uuid4
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -23,6 +24,7 @@ from loopgraphs.eval import (
     normalise,
     score,
 )
+from loopgraphs.eval.runner import ModelClock
 from loopgraphs.graphs.registry import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
@@ -305,7 +307,7 @@ def test_means_and_status_counts():
 
 def test_a_run_that_raises_is_an_error_and_the_eval_goes_on(monkeypatch):
     class Exploding:
-        async def ainvoke(self, inputs):
+        async def ainvoke(self, inputs, config=None):
             if "Drennick" in inputs["messages"][0][1]:
                 raise RuntimeError("graph broke")
             return {"answer": "true", "status": "completed", "llm_calls": 1}
@@ -400,3 +402,27 @@ def test_chart_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     report = EvalReport(results=[], loops=["react"], suites=["verify"])
     with pytest.raises(RuntimeError, match=r"loopgraphs\[eval\]"):
         report.chart(tmp_path / "chart.png")
+
+
+def test_model_time_is_measured_apart_from_the_rest_of_the_latency():
+    answers = {t.question: t.answer for t in make_suite("arithmetic")[:2]}
+    model = ScriptedChatModel(replies=[answering(answers)], repeat_last=True, delay=0.05)
+    report = evaluate(model, ["cot", "react"], "arithmetic", limit=2, show_progress=False)
+    for run in report.results:
+        assert run.llm_calls * 0.05 <= run.model_seconds + 0.01
+        assert run.model_seconds <= run.latency
+    assert "| model s |" in report.markdown()
+
+
+def test_model_clock_counts_overlapping_calls_once(monkeypatch):
+    now = iter([0.0, 1.0, 2.0, 3.0, 10.0, 11.0])
+    monkeypatch.setattr("loopgraphs.eval.runner.time.perf_counter", lambda: next(now))
+    clock = ModelClock()
+    a, b, c = uuid4(), uuid4(), uuid4()
+    clock.on_chat_model_start({}, [], run_id=a)  # 0
+    clock.on_chat_model_start({}, [], run_id=b)  # 1
+    clock.on_llm_end(None, run_id=a)  # 2
+    clock.on_llm_error(RuntimeError(), run_id=b)  # 3: a and b overlap, 0..3
+    clock.on_chat_model_start({}, [], run_id=c)  # 10
+    clock.on_llm_end(None, run_id=c)  # 11
+    assert clock.seconds == 4.0
