@@ -59,7 +59,7 @@ PROBE_TIMEOUT_SECONDS = 2.0
 LLAMACPP_SAMPLING: dict[str, Any] = {
     "dry_multiplier": 0.8,
     "dry_base": 1.75,
-    "dry_allowed_length": 4,
+    "dry_allowed_length": 16,
     "dry_penalty_last_n": 256,
     "dry_sequence_breakers": ["\n", ":", '"'],
 }
@@ -366,6 +366,15 @@ def default_tool_choice(model: object) -> str | None:
     before answering) for the embedded small model, which otherwise tends to answer at
     once without looking anything up; None (the model decides) for every other model."""
     return "required" if is_embedded_model(model) else None
+
+
+def writes_thoughts(model: object) -> bool:
+    """Whether json-mode steps ask the model for a ``thought`` before its action: yes,
+    except for the bundled SmolLM2-135M, which drifts while writing one and then calls the
+    tool with numbers and names it made up (0 of 16 calculator questions answered with a
+    thought, 8 of 16 without, measured with the tools' worked examples)."""
+    inner = _unwrap(model) if isinstance(model, Runnable) else model
+    return not (getattr(inner, "model_name", None) == LOCAL_MODEL_NAME and is_embedded_model(model))
 
 
 def is_local_model(model: object) -> bool:

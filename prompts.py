@@ -78,6 +78,16 @@ Rules: "action" is a tool name from the list or "final_answer". Never repeat a c
 with the same input. After an error, try something else. {fence_note}"""
 )
 
+REACT_JSON_COMPACT_SYSTEM = (
+    _REACT_HEAD
+    + """Reply with ONE JSON object and nothing else, in one of these two forms:
+{{"action": "<tool name>", "action_input": {{<arguments>}}}}
+{{"action": "final_answer", "action_input": "<the answer>"}}
+
+Copy numbers and names exactly as they are written. Answer with the tool's result.
+{fence_note}"""
+)
+
 REACT_TEXT_SYSTEM = (
     _REACT_HEAD
     + """To use a tool, reply in exactly this format:
@@ -102,8 +112,7 @@ REFORMAT_ACTION = (
 
 FORCE_FINAL_ANSWER = (
     "You have used all the steps allowed for this task. Do not call any more tools. "
-    "Using what you found so far, give your best final answer now, starting with "
-    "FINAL_ANSWER:"
+    "Using what you found so far, give your best final answer now."
 )
 
 SELECT_TOOLS = """Pick the tools needed for the user's request, at most {limit}, from this list:

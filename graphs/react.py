@@ -39,6 +39,7 @@ from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import (
     ToolStep,
     check_history,
+    example_answers,
     interpret,
     last_result,
     model_turn,
@@ -117,6 +118,7 @@ def build_react(
                 state["messages"],
                 state.get("transcript_start", 0),
                 state.get("fence", ""),
+                examples=example_answers(run_registry(run, state)),
             )
             return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":
@@ -139,6 +141,9 @@ def build_react(
         answer = step.answer if step.kind == "final" else ""
         if not answer and step.kind == "none":
             answer = final_answer_of(content_text(reply.content))
+        start, fence = state.get("transcript_start", 0), state.get("fence", "")
+        examples = example_answers(run_registry(run, state))
+        answer = restated_answer(answer, state["messages"], start, fence, examples=examples)
         if not answer:
             answer = last_result(state) or best_effort_answer(state["messages"])
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}

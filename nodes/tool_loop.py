@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import re
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +38,14 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from loopgraphs import prompts
-from loopgraphs.models import capabilities, default_tool_choice
-from loopgraphs.nodes.call_tool import ToolGuard, make_tool_node, run_calls, unfence
+from loopgraphs.models import capabilities, default_tool_choice, writes_thoughts
+from loopgraphs.nodes.call_tool import (
+    ToolGuard,
+    fence_output,
+    make_tool_node,
+    run_calls,
+    unfence,
+)
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
 from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
@@ -48,8 +55,6 @@ from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
-
-Instructions = Callable[[ToolRegistry, str], str]
 
 
 def resolve_mode(settings: LoopSettings) -> str:
@@ -70,32 +75,37 @@ def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegist
     return settings.tools.subset(selected) if selected else settings.tools
 
 
-def react_instructions(registry: ToolRegistry, mode: str) -> str:
-    """The ReAct loop's own system instructions for one mode (stable, for prompt caching)."""
+def react_instructions(registry: ToolRegistry, mode: str, *, thoughts: bool = True) -> str:
+    """The ReAct loop's own system instructions for one mode (stable, for prompt caching);
+    ``thoughts=False`` describes json steps without the ``thought`` field."""
     if mode == "none" or not registry:
         return prompts.CHAT_SYSTEM
     if mode == "native":
         return prompts.REACT_NATIVE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
-    template = prompts.REACT_JSON_SYSTEM if mode == "json" else prompts.REACT_TEXT_SYSTEM
+    if mode == "json":
+        template = prompts.REACT_JSON_SYSTEM if thoughts else prompts.REACT_JSON_COMPACT_SYSTEM
+    else:
+        template = prompts.REACT_TEXT_SYSTEM
     return template.format(tools=registry.describe(), fence_note=prompts.FENCE_NOTE)
 
 
-def action_schema(registry: ToolRegistry, *, require: str | None = None) -> dict[str, Any]:
+def action_schema(
+    registry: ToolRegistry, *, require: str | None = None, thoughts: bool = True
+) -> dict[str, Any]:
     """JSON schema of one step: one alternative per tool, linking ``action`` to that tool's
     arguments, plus the final answer unless a tool call is required (``require`` is
     ``"required"`` or a tool name); ``require="none"`` leaves only the final answer.
     Constrained decoding against it lets even a very small model produce only valid
-    actions."""
+    actions. ``thoughts=False`` leaves out the ``thought`` field."""
 
     def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
+        properties = {"action": {"const": action}, "action_input": action_input}
+        if thoughts:
+            properties = {"thought": {"type": "string"}, **properties}
         return {
             "type": "object",
-            "properties": {
-                "thought": {"type": "string"},
-                "action": {"const": action},
-                "action_input": action_input,
-            },
-            "required": ["thought", "action", "action_input"],
+            "properties": properties,
+            "required": list(properties),
             "additionalProperties": False,
         }
 
@@ -150,6 +160,109 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
     return view
 
 
+MAX_EXAMPLES = 3
+
+
+def example_turns(
+    registry: ToolRegistry, question: str, mode: str, fence: str
+) -> list[BaseMessage]:
+    """The tools' worked examples as solved exchanges in the mode's own form, shown to
+    json- and text-mode models before the conversation.
+
+    At most ``MAX_EXAMPLES`` are shown, ordered by how many words they share with the
+    question, the closest last (ties: the first registered last): a small model copies
+    the pattern it saw last.
+    """
+    if mode not in ("json", "text"):
+        return []
+    words = _words(question)
+    ranked = sorted(
+        enumerate(registry.examples()),
+        key=lambda item: (len(words & _words(item[1][1].question)), -item[0]),
+    )[-MAX_EXAMPLES:]
+    turns: list[BaseMessage] = []
+    for position, (name, example) in ranked:
+        call = ToolCall(name=name, args=dict(example.args), id=f"example_{position}")
+        result = fence_output(example.result, fence) if fence else example.result
+        turns += [
+            HumanMessage(example.question),
+            AIMessage(_action_text([call], mode)),
+            HumanMessage(prompts.OBSERVATION.format(content=result)),
+            AIMessage(_answer_text(example.answer, mode)),
+        ]
+    return turns
+
+
+_COMMON_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "did",
+        "does",
+        "do",
+        "for",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "with",
+    ]
+)
+
+
+def example_answers(registry: ToolRegistry) -> list[str]:
+    """The answers of the tools' worked examples (a reply copying one did not answer)."""
+    return [example.answer for _, example in registry.examples()]
+
+
+def _words(text: str) -> set[str]:
+    """What a question is about: its words cut to five letters (so "founder" meets
+    "founded"), common words left out, numbers as ``#``, capitalised words after the
+    first as ``Name``, and symbols other than sentence punctuation (``*``, ``(``)."""
+    features = set()
+    for position, token in enumerate(re.findall(r"\w+|[^\w\s]", text)):
+        if token.isdigit():
+            features.add("#")
+        elif token[0].isupper() and position:
+            features.add("Name")
+        elif token.isalnum() and token.lower() not in _COMMON_WORDS:
+            features.add(token.lower()[:5])
+        elif not token.isalnum() and token not in "?.,!;:'\"":
+            features.add(token)
+    return features
+
+
+def _answer_text(answer: str, mode: str) -> str:
+    if mode == "json":
+        return json.dumps({"action": "final_answer", "action_input": answer}, ensure_ascii=False)
+    return f"FINAL_ANSWER: {answer}"
+
+
+def _question(state: Mapping[str, Any], history: Sequence[AnyMessage]) -> str:
+    start = state.get("transcript_start") or 0
+    before = state.get("messages", history)[:start] if start else history
+    asked = [m for m in before if isinstance(m, HumanMessage)]
+    if not asked:
+        return ""
+    return content_text((asked[-1] if start else asked[0]).content)
+
+
 def _action_text(calls: Sequence[ToolCall], mode: str) -> str:
     if mode == "json":
         return "\n".join(
@@ -191,11 +304,11 @@ def model_turn(
     settings: LoopSettings,
     state: Mapping[str, Any],
     history: Sequence[AnyMessage],
-    instructions: Instructions = react_instructions,
     *,
     require: str | None = None,
 ) -> Generator[Any, Any, dict[str, Any]]:
-    """One model call in the run's tool mode, with ``auto`` mode's fallbacks.
+    """One model call in the run's tool mode, with ``auto`` mode's fallbacks. Models that
+    think better without a written thought (``writes_thoughts``) get json steps without one.
 
     Returns the state update: the reply (as sent), ``llm_calls``, ``usage``, ``tool_mode``.
     """
@@ -203,10 +316,14 @@ def model_turn(
     registry = run_registry(settings, state)
     mode = state.get("tool_mode") or resolve_mode(settings)
     auto = settings.tool_mode == "auto"
+    thoughts = writes_thoughts(model)
 
     def prompt(mode: str) -> list[BaseMessage]:
-        system = system_message(settings, state, instructions(registry, mode))
-        return [system, *model_view(history, mode)]
+        system = system_message(
+            settings, state, react_instructions(registry, mode, thoughts=thoughts)
+        )
+        examples = example_turns(registry, _question(state, history), mode, state.get("fence", ""))
+        return [system, *examples, *model_view(history, mode)]
 
     rejected = 0  # requests the provider refused before a mode worked
     if mode == "native":
@@ -222,7 +339,9 @@ def model_turn(
     if mode == "json" and capabilities(model).structured_output is not False:
         try:
             structured = model.with_structured_output(
-                action_schema(registry, require=require), method="json_schema", include_raw=True
+                action_schema(registry, require=require, thoughts=thoughts),
+                method="json_schema",
+                include_raw=True,
             )
             output = yield ModelCall(structured, prompt(mode))
         except Exception as exc:
@@ -332,6 +451,9 @@ def read_reply(
     return Reading("retry", reply, content_text(reply.content).strip())
 
 
+_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
+
+
 def _squashed(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "+-*/^%().")
 
@@ -340,11 +462,19 @@ def _expression(text: str) -> bool:
     return any(ch.isdigit() for ch in text) and any(op in text for op in "+-*/^%")
 
 
-def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fence: str) -> str:
+def restated_answer(
+    answer: str,
+    messages: Sequence[AnyMessage],
+    start: int,
+    fence: str,
+    *,
+    examples: Sequence[str] = (),
+) -> str:
     """The final answer, or the last tool result when the answer merely restates it (it
-    is that result, markers included, or is empty) or restates the expression the tool
-    was asked to compute (a small model answering "17 * 19 + 4" after the calculator
-    said 323)."""
+    is that result, markers included, or is empty, the run's fence marker or the
+    ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
+    small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
+    the worked ``examples``' answers that the result does not hold."""
     last_call: ToolCall | None = None
     result: ToolMessage | None = None
     for message in messages[start:]:
@@ -360,8 +490,10 @@ def restated_answer(answer: str, messages: Sequence[AnyMessage], start: int, fen
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
-    said = _squashed(unfence(answer, fence))
-    if not said or said == _squashed(observed) or said in asked:
+    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    said = _squashed(unmarked).removeprefix("finalanswer")
+    copied = said in {_squashed(e) for e in examples} and said not in _squashed(observed)
+    if not said or said == _squashed(observed) or said in asked or copied:
         return observed or answer
     return answer
 

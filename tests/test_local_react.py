@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import ToolMessage
 
-from loopgraphs import create_react_graph
+from loopgraphs import create_react_graph, models
+from loopgraphs.cli import DEMO_QUESTIONS
+from loopgraphs.graphs.registry import build_loop
+from loopgraphs.models import load_model
 from loopgraphs.nodes.parsing.react import parse_json_text
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.toolkits import calculator, make_search_tool
+from loopgraphs.toolkits import calculator, get_tools, make_search_tool
 
 pytestmark = pytest.mark.integration
 
@@ -45,3 +48,28 @@ def test_json_mode_produces_a_parsed_calculator_call(local_model):
     result = out["messages"][2]
     assert isinstance(result, ToolMessage) and result.tool_call_id == call["id"]
     assert content_text(result.content).startswith("<<tool_output ")
+
+
+def test_demo_questions_are_answered_from_the_tools(local_server, monkeypatch):
+    """`loopgraphs demo` on the bundled model: each question calls its tool, the run ends
+    by itself, and the answer is the tool's result, not something the model made up."""
+    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    graph = build_loop(
+        "react", load_model("local"), get_tools(["calculator", "search"]), max_iterations=3
+    )
+    arithmetic, lookup = DEMO_QUESTIONS
+    out = graph.invoke({"messages": [("user", arithmetic)]})
+    assert out["status"] == "completed", out
+    assert [c["name"] for c in tool_calls(out)][:1] == ["calculator"]
+    assert out["answer"] == "327"
+    out = graph.invoke({"messages": [("user", lookup)]})
+    assert out["status"] == "completed", out
+    (first, *_) = tool_calls(out)
+    assert first["name"] == "search" and "quillmark" in first["args"]["query"].lower()
+    results = " ".join(content_text(m.content) for m in out["messages"] if m.type == "tool")
+    assert out["answer"] and out["answer"] in results
+    assert out["answer"] == "Bartholomew Ixley"
+
+
+def tool_calls(out):
+    return [call for m in out["messages"] if m.type == "ai" for call in m.tool_calls]

@@ -1,6 +1,7 @@
 """Ready-made tools for the agent loops and helpers to turn functions into tools."""
 
 from loopgraphs.toolkits.calculator import calculator
+from loopgraphs.toolkits.examples import ToolExample
 from loopgraphs.toolkits.files import make_file_tools
 from loopgraphs.toolkits.knowledge import Entity, documents, load_knowledge_base, triples
 from loopgraphs.toolkits.registry import BUILTIN_TOOLKITS, ToolRegistry, get_tools, to_tools
@@ -9,6 +10,7 @@ from loopgraphs.toolkits.search import make_search_tool
 __all__ = [
     "BUILTIN_TOOLKITS",
     "Entity",
+    "ToolExample",
     "ToolRegistry",
     "calculator",
     "documents",

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from loopgraphs.toolkits.examples import EXAMPLES_KEY, ToolExample
+
 MAX_EXPRESSION_CHARS = 500
 MAX_NESTING = 50
 MAX_EXPONENT = 1000
@@ -355,6 +357,12 @@ calculator: BaseTool = StructuredTool.from_function(
     name="calculator",
     description=_DESCRIPTION,
     args_schema=CalculatorInput,
+    metadata={
+        EXAMPLES_KEY: [
+            ToolExample("What is 12 * 7 + 5?", {"expression": "12 * 7 + 5"}, "89", "89"),
+            ToolExample("What is (12 + 3) * 7?", {"expression": "(12 + 3) * 7"}, "105", "105"),
+        ]
+    },
 )
 """LangChain tool evaluating arithmetic; returns the result, or a message starting with
 ``Error:`` for any expression it refuses."""

@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from loopgraphs.toolkits.calculator import calculator
+from loopgraphs.toolkits.examples import ToolExample, tool_examples
 from loopgraphs.toolkits.files import make_file_tools
 from loopgraphs.toolkits.search import make_search_tool
 
@@ -249,6 +250,15 @@ class ToolRegistry:
             arguments = _describe_arguments(_parameters_schema(tool))
             blocks.append(f"- {tool.name}: {description}\n  arguments: {arguments}")
         return "\n".join(blocks)
+
+    def examples(self) -> list[tuple[str, ToolExample]]:
+        """Every tool's worked examples (see ``loopgraphs.toolkits.examples``), as
+        ``(tool name, example)`` pairs in registration order.
+
+        Raises:
+            TypeError: If a tool's ``metadata["examples"]`` holds something else.
+        """
+        return [(tool.name, example) for tool in self for example in tool_examples(tool)]
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A registry with only the named tools, in the order given.

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from loopgraphs.toolkits.examples import EXAMPLES_KEY, ToolExample
 from loopgraphs.toolkits.knowledge import documents
 
 MAX_QUERY_CHARS = 1000
@@ -25,6 +26,24 @@ SEARCH_DESCRIPTION = (
     "Search the knowledge base for facts about people, places and organisations. "
     "Input: a short query such as a name."
 )
+
+_EXAMPLE_RESULT = (
+    "Harrowby Looms: Harrowby Looms is an organisation. Harrowby Looms was founded in the "
+    "year 1890. Harrowby Looms was founded by Ada Quinlan.\n\nAda Quinlan: Ada Quinlan is a "
+    "person. Ada Quinlan was born in the year 1861. Ada Quinlan was born in Tessford."
+)
+KNOWLEDGE_BASE_EXAMPLES = (
+    ToolExample(
+        "Who founded Harrowby Looms?", {"query": "Harrowby Looms"}, _EXAMPLE_RESULT, "Ada Quinlan"
+    ),
+    ToolExample(
+        "In which town was the founder of Harrowby Looms born?",
+        {"query": "Harrowby Looms"},
+        _EXAMPLE_RESULT,
+        "Tessford",
+    ),
+)
+"""The bundled search tool's worked examples; their entities are not in the knowledge base."""
 
 STOP_WORDS = frozenset(
     {
@@ -140,6 +159,7 @@ def make_search_tool(
     k: int = 3,
     name: str = "search",
     description: str = SEARCH_DESCRIPTION,
+    examples: Sequence[ToolExample] | None = None,
 ) -> BaseTool:
     """Make a full-text search tool over a corpus.
 
@@ -149,6 +169,9 @@ def make_search_tool(
         k: How many documents a search returns at most.
         name: The tool name.
         description: The tool description shown to the model.
+        examples: Worked examples shown to models without native tool calling (see
+            ``loopgraphs.toolkits.examples``); ``None`` gives the bundled knowledge base's
+            example when ``corpus`` is ``None`` and none otherwise.
 
     Returns:
         A tool taking ``query: str`` and returning the best ``k`` documents, ranked by BM25,
@@ -176,6 +199,12 @@ def make_search_tool(
             return f"No results for {shown!r}."
         return "\n\n".join(f"{title}: {text}" for title, text in hits)
 
+    if examples is None:
+        examples = KNOWLEDGE_BASE_EXAMPLES if corpus is None else ()
     return StructuredTool.from_function(
-        func=search, name=name, description=description, args_schema=SearchInput
+        func=search,
+        name=name,
+        description=description,
+        args_schema=SearchInput,
+        metadata={EXAMPLES_KEY: list(examples)},
     )

@@ -1,0 +1,159 @@
+"""Worked tool examples for json/text-mode models, the compact json step, and answers
+that only echo a marker or an example."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from loopgraphs import create_react_graph
+from loopgraphs.models import writes_thoughts
+from loopgraphs.nodes.call_tool import fence_output
+from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.tool_loop import (
+    MAX_EXAMPLES,
+    action_schema,
+    example_turns,
+    react_instructions,
+    restated_answer,
+)
+from loopgraphs.toolkits import ToolExample, ToolRegistry, calculator, get_tools
+from tests.fakes import ScriptedChatModel
+from tests.scripts import act, final, model_for
+
+FENCE = "0123456789ab"
+
+
+def registry() -> ToolRegistry:
+    return ToolRegistry(get_tools(["calculator", "search"]))
+
+
+def test_builtin_tools_carry_examples():
+    examples = registry().examples()
+    assert {name for name, _ in examples} == {"calculator", "search"}
+    for name, example in examples:
+        assert example.question and example.args and example.result and example.answer
+        assert example.answer in example.result
+        # The example's call really produces its result with the bundled tools.
+        if name == "calculator":
+            assert calculator.invoke(dict(example.args)) == example.result
+
+
+def test_search_examples_are_not_in_the_knowledge_base():
+    search = get_tools(["search"])[0]
+    for _, example in ToolRegistry([search]).examples():
+        assert search.invoke(dict(example.args)).startswith("No results")
+
+
+def test_examples_from_dicts_and_bad_entries():
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    lookup.metadata = {"examples": [{"question": "q", "args": {"key": "k"}, "result": "r"}]}
+    ((name, example),) = ToolRegistry([lookup]).examples()
+    assert name == "lookup" and example == ToolExample("q", {"key": "k"}, "r", "")
+    lookup.metadata = {"examples": ["not an example"]}
+    with pytest.raises(TypeError, match=r"'lookup'.*examples'\]\[0\] must be a ToolExample"):
+        ToolRegistry([lookup]).examples()
+    lookup.metadata = {"examples": [{"question": "q", "tool": "x"}]}
+    with pytest.raises(TypeError, match=r"question, args, result and answer"):
+        ToolRegistry([lookup]).examples()
+
+
+def test_example_turns_in_json_mode_end_with_the_closest_example():
+    turns = example_turns(registry(), "What is 7 * (3 + 4)?", "json", FENCE)
+    assert len(turns) == 4 * MAX_EXAMPLES
+    questions = [content_text(m.content) for m in turns[::4]]
+    assert questions[-1] == "What is (12 + 3) * 7?"  # shares "(", "*", "+" and numbers
+    call = json.loads(content_text(turns[-3].content))
+    assert call == {"action": "calculator", "action_input": {"expression": "(12 + 3) * 7"}}
+    assert content_text(turns[-2].content) == "Observation: " + fence_output("105", FENCE)
+    assert json.loads(content_text(turns[-1].content)) == {
+        "action": "final_answer",
+        "action_input": "105",
+    }
+    assert [type(m) for m in turns[:4]] == [HumanMessage, AIMessage, HumanMessage, AIMessage]
+
+
+def test_example_turns_pick_search_for_a_question_about_names():
+    turns = example_turns(
+        registry(), "Where was the founder of Quillmark Instruments born?", "json", ""
+    )
+    last_call = json.loads(content_text(turns[-3].content))
+    assert last_call["action"] == "search"
+    assert content_text(turns[-1].content) == json.dumps(
+        {"action": "final_answer", "action_input": "Tessford"}
+    )
+
+
+def test_example_turns_in_text_mode_and_none_in_native_mode():
+    turns = example_turns(registry(), "What is 2 + 2?", "text", FENCE)
+    assert content_text(turns[-3].content).startswith("Action: calculator\nAction Input: {")
+    assert content_text(turns[-1].content) == "FINAL_ANSWER: 89"
+    assert example_turns(registry(), "What is 2 + 2?", "native", FENCE) == []
+    assert example_turns(ToolRegistry([]), "What is 2 + 2?", "json", FENCE) == []
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_model_sees_examples_before_the_conversation(mode):
+    model = model_for(mode, [act(mode, "calculator", {"expression": "6 * 7"}), final(mode, "42")])
+    graph = create_react_graph(model, get_tools(["calculator", "search"]), tool_mode=mode)
+    out = graph.invoke({"messages": [("user", "What is 6 * 7?")]})
+    assert out["answer"] == "42"
+    first, second = model.prompts
+    assert content_text(first[1].content) != "What is 6 * 7?"  # an example comes first
+    assert content_text(first[-1].content) == "What is 6 * 7?"
+    # The examples are the same in every call of the run (a stable, cacheable prefix).
+    shown = len(first) - 2
+    assert [m.content for m in second[: shown + 1]] == [m.content for m in first[:-1]]
+    assert not any(isinstance(m, ToolMessage) for m in out["messages"][:1])
+    assert all("12 * 7" not in content_text(m.content) for m in out["messages"])
+
+
+def test_compact_step_has_no_thought():
+    compact = action_schema(registry(), thoughts=False)["schema"]["anyOf"]
+    assert all(list(alt["properties"]) == ["action", "action_input"] for alt in compact)
+    assert all(alt["required"] == ["action", "action_input"] for alt in compact)
+    full = action_schema(registry())["schema"]["anyOf"]
+    assert all(next(iter(alt["properties"])) == "thought" for alt in full)
+    text = react_instructions(registry(), "json", thoughts=False)
+    assert '"thought"' not in text and '"action": "final_answer"' in text
+    assert '"thought"' in react_instructions(registry(), "json")
+
+
+def test_only_the_bundled_model_skips_thoughts():
+    assert writes_thoughts(ScriptedChatModel(replies=[]))
+
+
+def _run(answer_call: dict, result: str) -> list:
+    call = {"name": "search", "args": answer_call, "id": "c1", "type": "tool_call"}
+    return [
+        HumanMessage("q"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(fence_output(result, FENCE), tool_call_id="c1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "said", [FENCE, "FINAL_ANSWER", "final_answer", f"<<tool_output {FENCE}>>"]
+)
+def test_an_answer_of_only_markers_is_the_last_result(said):
+    messages = _run({"query": "x"}, "Ada")
+    assert restated_answer(said, messages, 1, FENCE) == "Ada"
+
+
+def test_an_answer_copied_from_an_example_is_the_last_result():
+    messages = _run({"query": "Quillmark"}, "Quillmark was founded by Bartholomew Ixley.")
+    examples = ["Ada Quinlan", "Tessford"]
+    copied = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
+    assert copied == "Quillmark was founded by Bartholomew Ixley."
+    kept = restated_answer("Bartholomew Ixley", messages, 1, FENCE, examples=examples)
+    assert kept == "Bartholomew Ixley"
+    # An example's answer that the result really holds is a real answer.
+    messages = _run({"query": "Ada"}, "Ada Quinlan lives here.")
+    assert restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples) == "Ada Quinlan"
