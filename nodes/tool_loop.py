@@ -55,6 +55,7 @@ from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.state import counted
 from loopgraphs.toolkits.registry import ToolRegistry
+from loopgraphs.toolkits.search import STOP_WORDS
 
 
 def resolve_mode(settings: LoopSettings) -> str:
@@ -193,39 +194,6 @@ def example_turns(
     return turns
 
 
-_COMMON_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "did",
-        "does",
-        "do",
-        "for",
-        "how",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "the",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "with",
-    ]
-)
-
-
 def example_answers(registry: ToolRegistry) -> list[str]:
     """The answers of the tools' worked examples (a reply copying one did not answer)."""
     return [example.answer for _, example in registry.examples()]
@@ -233,15 +201,15 @@ def example_answers(registry: ToolRegistry) -> list[str]:
 
 def _words(text: str) -> set[str]:
     """What a question is about: its words cut to five letters (so "founder" meets
-    "founded"), common words left out, numbers as ``#``, capitalised words after the
-    first as ``Name``, and symbols other than sentence punctuation (``*``, ``(``)."""
+    "founded") without the search tool's stop words, numbers as ``#``, capitalised words
+    after the first as ``Name``, and symbols other than sentence punctuation (``*``, ``(``)."""
     features = set()
     for position, token in enumerate(re.findall(r"\w+|[^\w\s]", text)):
         if token.isdigit():
             features.add("#")
         elif token[0].isupper() and position:
             features.add("Name")
-        elif token.isalnum() and token.lower() not in _COMMON_WORDS:
+        elif token.isalnum() and token.lower() not in STOP_WORDS:
             features.add(token.lower()[:5])
         elif not token.isalnum() and token not in "?.,!;:'\"":
             features.add(token)

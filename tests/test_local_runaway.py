@@ -77,20 +77,21 @@ def structured_reply(model: ChatOpenAI) -> tuple[str, Any]:
     return json.dumps({"answer": answer.answer}), None
 
 
+def without_repetition_control(server: LocalServer) -> ChatOpenAI:
+    """A capped model on ``server`` with DRY off, and the generous test timeout so that a
+    busy machine cannot fail the call."""
+    return local_chat_model(
+        server, max_tokens=CAP, sampling=NO_REPETITION_CONTROL, timeout=LOCAL_TEST_TIMEOUT_SECONDS
+    )
+
+
 @pytest.mark.integration
 def test_runaway_reply_ends_at_the_cap(local_server: LocalServer) -> None:
     bounded = local_chat_model(local_server, max_tokens=CAP, sampling=NO_REPETITION_CONTROL)
     # The per-call bound: 30 s plus half a second per capped token, and no client retry.
     assert bounded.request_timeout == local_request_timeout(CAP, local_server.model_bytes)
     assert bounded.max_retries == 0
-    # The call runs with the generous test timeout, so that a busy machine cannot fail it.
-    model = local_chat_model(
-        local_server,
-        max_tokens=CAP,
-        sampling=NO_REPETITION_CONTROL,
-        timeout=LOCAL_TEST_TIMEOUT_SECONDS,
-    )
-    text, usage = structured_reply(model)
+    text, usage = structured_reply(without_repetition_control(local_server))
     # Without repetition control the model copies the phrase until the cap cuts it off:
     # the request ends with a clear "length" outcome, not a timeout.
     assert usage is not None, f"the reply ended by itself: {text!r}"
@@ -106,13 +107,7 @@ def test_default_sampling_breaks_the_repetition(local_server: LocalServer) -> No
     assert usage is None or usage.completion_tokens == CAP
     # DRY allows a verbatim repeat of up to 16 tokens (so the model can copy a question's
     # numbers), then pushes the model off it: the same prompt without it loops verbatim.
-    plain = local_chat_model(
-        local_server,
-        max_tokens=CAP,
-        sampling=NO_REPETITION_CONTROL,
-        timeout=LOCAL_TEST_TIMEOUT_SECONDS,
-    )
-    looped, _ = structured_reply(plain)
+    looped, _ = structured_reply(without_repetition_control(local_server))
     assert longest_repeat(text) < longest_repeat(looped), (text, looped)
 
 
