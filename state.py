@@ -96,6 +96,16 @@ class ReActState(LoopState, total=False):
     reviews: dict[str, dict[str, Any]]
 
 
+class ReActRouting(TypedDict, total=False):
+    """What ReAct's routers read after a step (a narrow read is cheaper)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    status: Status
+    iterations: int
+    transcript_start: int
+    remaining_steps: RemainingSteps
+
+
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     """State update that records model calls and their token usage."""
     if not isinstance(message, list):
@@ -106,16 +116,13 @@ def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     return {"llm_calls": len(message), "usage": usage}
 
 
-def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
-    """Update for a loop's first node: reset per-run counters and check the input.
-
-    Counters are overwritten (not added to) so that a new run on an existing thread
-    reports only its own calls and tokens.
-    """
+def run_defaults(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
+    """The values every loop starts a run with: counters at zero, status "running" (or
+    "error" when the input has no messages), no answer yet, a new fence marker."""
     update: dict[str, Any] = {
-        "llm_calls": Overwrite(0),
-        "retries": Overwrite(0),
-        "usage": Overwrite(empty_usage()),
+        "llm_calls": 0,
+        "retries": 0,
+        "usage": empty_usage(),
         "status": "running",
         "answer": "",
         "error": "",
@@ -127,3 +134,19 @@ def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
             error="the input has no messages: pass {'messages': [('user', 'your question')]}",
         )
     return update
+
+
+def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """The state update of a run's first step: its own ``update`` over the run's
+    ``defaults``, with the counters overwritten (not added to) by the step's own counts,
+    so that a new run on an existing thread reports only its own calls and tokens."""
+    merged = {**defaults, **update}
+    merged["llm_calls"] = Overwrite(int(update.get("llm_calls") or 0))
+    merged["retries"] = Overwrite(int(update.get("retries") or 0))
+    merged["usage"] = Overwrite(add_usage(empty_usage(), update.get("usage")))
+    return merged
+
+
+def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
+    """Update for a loop's first node: reset per-run counters and check the input."""
+    return opening_update(run_defaults(state, fence), {})

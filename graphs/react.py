@@ -1,6 +1,6 @@
 """ReAct: reason, act with a tool, observe, repeat until a final answer.
 
-Graph: ``prepare → [select_tools] → generate → [review] → call_tool → generate ...``.
+Graph: ``[select_tools] → generate → [review] → call_tool → generate ...``.
 ``generate`` calls the model and reads its reply in the run's tool mode; ``call_tool``
 runs the calls through LangGraph's ``ToolNode``; ``final_answer`` asks once for an answer
 when the budget is spent; an optional ``synthesize`` node writes the user-facing answer
@@ -18,11 +18,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import call_model
@@ -53,7 +53,7 @@ from loopgraphs.nodes.tool_loop import (
     tool_budget_spent,
     without_tool_calls,
 )
-from loopgraphs.state import OutputState, ReActState, start_run
+from loopgraphs.state import OutputState, ReActRouting, ReActState, run_defaults
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -69,18 +69,15 @@ def build_react(
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled ReAct graph for ``settings`` (reused inside other loops)."""
 
-    def prepare(state: ReActState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        run = settings.for_run(runtime)
-        messages = state.get("messages", [])
-        check_history(messages)
+    def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         return {
-            **start_run(state, new_fence()),
+            **run_defaults(state, new_fence()),
             "iterations": 0,
             "selected_tools": [],
             "reformat": False,
             "reviews": {},
-            "tool_mode": resolve_mode(run),
-            "transcript_start": len(messages),
+            "tool_mode": resolve_mode(settings.for_run(runtime)),
+            "transcript_start": len(state.get("messages", [])),
         }
 
     def select_tools(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -176,10 +173,16 @@ def build_react(
     def done() -> str:
         return "synthesize" if synthesize_answer else END
 
-    def route_start(state: dict[str, Any], runtime: Runtime[Any]) -> str:
-        if len(settings.for_run(runtime).tools) > TOOL_SELECTION_THRESHOLD:
-            return "select_tools"
-        return "generate"
+    def route_start(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        messages = state.get("messages", [])
+        check_history(messages)
+        many = len(settings.for_run(runtime).tools) > TOOL_SELECTION_THRESHOLD
+        first = "select_tools" if many and messages else "generate"
+        if state.get("status") == "running":
+            # A run on this thread stopped without finishing (cancelled, say): its
+            # first step must start this run afresh, so it gets the state as not running.
+            return [Send(first, {**state, "status": "restarting"})]
+        return first
 
     def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         if state.get("status") == "completed":
@@ -197,24 +200,23 @@ def build_react(
         return next_turn(state, runtime)
 
     builder = new_graph(ReActState, OutputState, options or {})
-    builder.add_node("prepare", prepare)
     policy = settings.retry_policy
-    add_step(builder, "select_tools", select_tools, policy)
-    add_step(builder, "generate", generate, policy)
+    add_step(builder, "select_tools", select_tools, policy, begin=begin)
+    add_step(builder, "generate", generate, policy, begin=begin)
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, policy)
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
-    builder.add_edge(START, "prepare")
-    route(builder, "prepare", route_start, ["select_tools", "generate"])
-    builder.add_edge("select_tools", "generate")
+    route(builder, START, route_start, ["select_tools", "generate"], end_on_error=False)
+    route(builder, "select_tools", lambda state: "generate", ["generate"])
     route(
         builder,
         "generate",
         route_generated,
         [*review, "call_tool", "generate", "final_answer", *finish],
+        reads=ReActRouting,
     )
-    route(builder, "call_tool", route_tools, ["generate", "final_answer"])
+    route(builder, "call_tool", route_tools, ["generate", "final_answer"], reads=ReActRouting)
     if review:
         builder.add_node("review", review_node(settings))
         builder.add_edge("review", "call_tool")

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -79,22 +80,36 @@ def route(
     source: str,
     router: Router,
     targets: Sequence[str],
+    *,
+    end_on_error: bool = True,
+    reads: type[Any] | None = None,
 ) -> None:
-    """Add a conditional edge from ``source``: the run ends when its status is "error",
-    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
-    returns ``Send`` packets for a fan-out into ``targets``."""
+    """Add a conditional edge from ``source``: the run ends when its status is "error"
+    (unless ``end_on_error=False``, for the edge from ``START``, where the status is the
+    last run's), otherwise ``router(state)`` (or ``router(state, runtime)``) names the
+    next node, or returns ``Send`` packets for a fan-out into ``targets``.
+
+    The router runs as LangGraph's own callable without tracing, in the caller's thread
+    also under ``ainvoke`` (a plain function would be sent to a worker thread there).
+    ``reads``, a ``TypedDict`` with the keys the router uses (and ``status``), makes
+    LangGraph read only those channels for it, which saves time on every step."""
 
     def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state, runtime)
+        if end_on_error and state.get("status") == "error":
+            return END
+        return router(state, runtime)
 
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state)
+        return END if end_on_error and state.get("status") == "error" else router(state)
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
-    guarded.__name__ = router.__name__
-    builder.add_conditional_edges(source, guarded, list(dict.fromkeys([*targets, END])))
+    if reads is not None:
+        guarded.__annotations__ = {**guarded.__annotations__, "state": reads}
+    path = RunnableCallable(guarded, name=router.__name__, trace=False)
+    ends = [END] if end_on_error else []
+    builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, *ends])))
 
 
 def while_running(target: str) -> Router:

@@ -21,6 +21,7 @@ import contextvars
 import dataclasses
 import json
 import secrets
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -265,7 +266,7 @@ class ToolGuard:
         if isinstance(checked, ToolMessage):
             return checked
         try:
-            result = await asyncio.wait_for(execute(checked), self.timeout)
+            result = await _limited(execute(checked), self.timeout)
         except asyncio.TimeoutError:
             return self._timed_out(checked)
         return self.after(checked, result)
@@ -273,6 +274,14 @@ class ToolGuard:
     def _timed_out(self, request: ToolCallRequest) -> ToolMessage:
         message = _error(request.tool_call, f"timed out after {self.timeout:g} s")
         return self.after(request, message)  # type: ignore[return-value]
+
+
+async def _limited(awaitable: Awaitable[ToolResult], seconds: float | None) -> ToolResult:
+    """Await with a time limit; from Python 3.11 without the extra task of ``wait_for``."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -283,12 +292,15 @@ def _pool() -> ThreadPoolExecutor:
     return _timeout_pool
 
 
+def guarded_options(guard: ToolGuard) -> dict[str, Any]:
+    """``ToolNode`` keyword arguments that put ``guard`` around every call."""
+    return {
+        "handle_tool_errors": describe_tool_error,
+        "wrap_tool_call": guard.wrap,
+        "awrap_tool_call": guard.awrap,
+    }
+
+
 def make_tool_node(guard: ToolGuard, name: str = "call_tool") -> ToolNode:
     """A ``ToolNode`` for the guard's tools with the guard wrapped around every call."""
-    return ToolNode(
-        guard.registry.tools,
-        name=name,
-        handle_tool_errors=describe_tool_error,
-        wrap_tool_call=guard.wrap,
-        awrap_tool_call=guard.awrap,
-    )
+    return ToolNode(guard.registry.tools, name=name, **guarded_options(guard))

@@ -28,6 +28,7 @@ from langgraph.types import RetryPolicy
 from loopgraphs.nodes.errors import describe_error, should_reraise
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.settings import load_context
+from loopgraphs.state import opening_update
 
 
 @dataclass(frozen=True)
@@ -223,17 +224,28 @@ async def run_async(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
             result, error = None, exc
 
 
+Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
+
+
 def as_node(
-    name: str, logic: LogicFactory, policy: RetryPolicy | None = None, *, guarded: bool = True
+    name: str,
+    logic: LogicFactory,
+    policy: RetryPolicy | None = None,
+    *,
+    guarded: bool = True,
+    begin: Begin | None = None,
 ) -> RunnableCallable:
     """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
     The node has a sync and an async path (LangGraph's own callable, one layer). With
     ``guarded`` (the default) a failure the retry ``policy`` will retry escapes to
     LangGraph, which retries the node; any other failure, or the last attempt, ends the
-    run with ``status="error"`` (see ``loopgraphs.nodes.generate.guard``).
+    run with ``status="error"`` (see ``guard``). With ``begin`` the node also starts
+    the run when it is the run's first step (see ``opening``).
     """
     run = guard(logic, policy) if guarded else logic
+    if begin is not None:
+        run = opening(begin, run)
 
     def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
         return run_sync(run(state, config, runtime), config)
@@ -252,9 +264,36 @@ def add_step(
     name: str,
     logic: LogicFactory,
     policy: RetryPolicy | None,
+    *,
+    begin: Begin | None = None,
 ) -> None:
-    """Add generator logic as a guarded node retried by ``policy``."""
-    builder.add_node(name, as_node(name, logic, policy), retry_policy=policy)
+    """Add generator logic as a guarded node retried by ``policy`` (and starting the run
+    when it comes first, with ``begin``)."""
+    builder.add_node(name, as_node(name, logic, policy, begin=begin), retry_policy=policy)
+
+
+def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:
+    """Logic that starts the run when it is the run's first step, saving a superstep.
+
+    A step is the first when the run's status is not "running" (a new run on a fresh or
+    finished thread). ``begin(state, runtime)`` gives the run's starting values (see
+    ``loopgraphs.state.run_defaults``); the logic reads the state with them applied, and
+    its update is written over them with the counters reset. When ``begin`` reports an
+    error (no input messages, say) the logic does not run.
+    """
+
+    def first_or_next(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
+    ) -> Logic:
+        if state.get("status") == "running":
+            return (yield from logic(state, config, runtime))
+        defaults = begin(state, runtime)
+        if defaults.get("status") == "error":
+            return opening_update(defaults, {})
+        update = yield from logic({**state, **defaults}, config, runtime)
+        return opening_update(defaults, update)
+
+    return first_or_next
 
 
 def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:

@@ -31,7 +31,6 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -42,6 +41,7 @@ from loopgraphs.models import capabilities, default_tool_choice, writes_thoughts
 from loopgraphs.nodes.call_tool import (
     ToolGuard,
     fence_output,
+    guarded_options,
     make_tool_node,
     run_calls,
     unfence,
@@ -539,38 +539,27 @@ class ToolStep:
         self.settings = settings
         self._nodes: dict[tuple[int, ...], ToolNode] = {}
 
+    def guard_for(self, run: LoopSettings) -> ToolGuard:
+        """The checks and limits around each of a run's tool calls."""
+        return ToolGuard(
+            registry=run.tools,
+            timeout=run.tool_timeout,
+            max_output_chars=run.max_tool_output_chars,
+            loop_break=run.loop_break,
+            max_tool_calls=run.max_tool_calls,
+        )
+
     def node_for(self, run: LoopSettings) -> ToolNode:
         """The ``ToolNode`` for a run's tools (built once per set of tools)."""
         key = tuple(id(tool) for tool in run.tools)
         if key not in self._nodes:
-            guard = ToolGuard(
-                registry=run.tools,
-                timeout=run.tool_timeout,
-                max_output_chars=run.max_tool_output_chars,
-                loop_break=run.loop_break,
-                max_tool_calls=run.max_tool_calls,
-            )
-            self._nodes[key] = make_tool_node(guard)
+            self._nodes[key] = make_tool_node(self.guard_for(run))
         return self._nodes[key]
 
-    def graph_node(self, name: str = "call_tool") -> RunnableCallable:
-        """The node running the last reply's tool calls; it ends the run after a
-        successful ``return_direct`` tool."""
-
-        def sync(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
-            run = self.settings.for_run(runtime)
-            output = invoke_tools(self.node_for(run), run, state, config)
-            return _return_direct(run, state, output)
-
-        async def asynchronous(
-            state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
-        ) -> Any:
-            await load_context(runtime)
-            run = self.settings.for_run(runtime)
-            output = await self.node_for(run).ainvoke(state, config)
-            return _return_direct(run, state, output)
-
-        return RunnableCallable(sync, asynchronous, name=name, trace=False)
+    def graph_node(self, name: str = "call_tool") -> ToolNode:
+        """The node running the last reply's tool calls: LangGraph's ``ToolNode`` itself,
+        which also ends the run after a successful ``return_direct`` tool."""
+        return RunToolNode(self, name)
 
     def run_calls(
         self,
@@ -615,8 +604,43 @@ class ToolStep:
         return ordered, extra
 
 
+class RunToolNode(ToolNode):
+    """The ``call_tool`` node: a ``ToolNode`` for the factory's tools (so the graph holds
+    LangGraph's own node, one runnable layer), which hands a run whose context brings
+    other tools to the ``ToolNode`` for those, runs async-only tools under ``invoke``, and
+    ends the run after a successful ``return_direct`` tool."""
+
+    def __init__(self, step: ToolStep, name: str) -> None:
+        guard = step.guard_for(step.settings)
+        super().__init__(guard.registry.tools, name=name, **guarded_options(guard))
+        self.step = step
+
+    def _func(self, input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        run = self.step.settings.for_run(runtime)
+        if run.tools is not self.step.settings.tools or _calls_async_only(run, input):
+            output = invoke_tools(self.step.node_for(run), run, input, config)
+        else:
+            output = super()._func(input, config, runtime)
+        return _return_direct(run, input, output)
+
+    async def _afunc(self, input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        await load_context(runtime)
+        run = self.step.settings.for_run(runtime)
+        if run.tools is self.step.settings.tools:
+            output = await super()._afunc(input, config, runtime)
+        else:
+            output = await self.step.node_for(run).ainvoke(input, config)
+        return _return_direct(run, input, output)
+
+
 def _async_only(tool: Any) -> bool:
     return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
+
+
+def _calls_async_only(run: LoopSettings, state: Mapping[str, Any]) -> bool:
+    messages = state.get("messages") or []
+    calls = messages[-1].tool_calls if messages and isinstance(messages[-1], AIMessage) else []
+    return any(_async_only(run.tools.get(call["name"])) for call in calls)
 
 
 def invoke_tools(
@@ -625,9 +649,7 @@ def invoke_tools(
     """Run a tool node under ``invoke``; calls of async-only tools run on an event loop of
     their own in a worker thread (with the caller's context, so interrupts and callbacks
     still reach the graph)."""
-    messages = state.get("messages") or []
-    calls = messages[-1].tool_calls if messages and isinstance(messages[-1], AIMessage) else []
-    if not any(_async_only(run.tools.get(call["name"])) for call in calls):
+    if not _calls_async_only(run, state):
         return node.invoke(state, config)
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:

@@ -19,7 +19,7 @@ def test_list_shows_all_seven_loops(capsys):
 def test_draw_prints_mermaid(name, capsys):
     assert cli.main(["draw", name]) == 0
     out = capsys.readouterr().out
-    assert "graph TD;" in out and "prepare" in out
+    assert "graph TD;" in out and "__start__" in out and "__end__" in out
 
 
 @pytest.mark.parametrize(

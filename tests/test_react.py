@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
@@ -292,6 +293,54 @@ def test_empty_input_is_a_clear_error():
     assert model.call_count == 0
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_each_run_on_a_thread_reports_only_its_own_calls(mode):
+    """The run is set up inside its first step (no separate superstep): counters, the
+    iteration budget and the transcript start are fresh for every run on a thread."""
+    replies = [
+        act(mode, "multiply", {"a": 2, "b": 3}),
+        final(mode, "6"),
+        act(mode, "multiply", {"a": 4, "b": 5}),
+        final(mode, "20"),
+    ]
+    model, graph = build(mode, replies, max_iterations=2, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    first = graph.invoke({"messages": [("user", "2*3?")]}, config)
+    fence = graph.get_state(config).values["fence"]
+    second = graph.invoke({"messages": [("user", "4*5?")]}, config)
+    assert (first["answer"], first["status"], first["llm_calls"]) == ("6", "completed", 2)
+    assert (second["answer"], second["status"], second["llm_calls"]) == ("20", "completed", 2)
+    replies_of_second = [m for m in second["messages"][4:] if isinstance(m, AIMessage)]
+    spent = sum(m.usage_metadata["input_tokens"] for m in replies_of_second)
+    assert second["usage"]["input_tokens"] == spent and model.call_count == 4
+    assert len(second["messages"]) == 8 and graph.get_state(config).values["fence"] != fence
+
+
+def test_a_run_left_unfinished_does_not_leak_into_the_next():
+    """A run that stopped without finishing (cancelled mid-way) leaves its status
+    "running" in the checkpoint; the next run on the thread still starts afresh."""
+    replies = [act("native", "multiply", {"a": 2, "b": 2}), final("native", "done")]
+    _model, graph = build("native", replies, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.update_state(
+        config,
+        {"messages": [("user", "old")], "status": "running", "iterations": 10, "llm_calls": 7},
+        as_node="select_tools",
+    )
+    out = graph.invoke({"messages": [("user", "new")]}, config)
+    assert (out["answer"], out["status"], out["llm_calls"]) == ("done", "completed", 2)
+
+
+def test_a_failing_first_step_counts_only_its_own_run():
+    replies = [final("native", "first"), ProviderError(400, "bad request")]
+    model, graph = build("native", replies, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"messages": [("user", "a")]}, config)["llm_calls"] == 1
+    out = graph.invoke({"messages": [("user", "b")]}, config)
+    assert (out["status"], out["llm_calls"], out["retries"]) == ("error", 1, 0)
+    assert "400" in out["error"] and model.call_count == 2
+
+
 def numbered_tools(count: int) -> list:
     def make(i):
         def fn(x: str) -> str:
@@ -360,7 +409,7 @@ def test_streaming_updates_show_each_step():
         next(iter(chunk))
         for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")
     ]
-    assert nodes == ["prepare", "generate", "call_tool", "generate"]
+    assert nodes == ["generate", "call_tool", "generate"]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -441,7 +441,7 @@ def test_review_node_only_when_configured():
     reviewed = create_react_graph(model, tools.all, tool_mode="native", interrupt_before_tools=True)
     assert "review" not in plain.nodes
     assert "review" in reviewed.nodes
-    assert {"prepare", "generate", "call_tool"} <= set(reviewed.nodes)
+    assert {"generate", "call_tool"} <= set(reviewed.nodes)
 
 
 def test_resume_from_sqlite_in_a_new_process_graph(tmp_path):

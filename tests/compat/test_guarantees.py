@@ -11,6 +11,7 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import ToolNode
 
 from loopgraphs import create_react_graph
 from tests.compat.fake import FakeToolModel, call, message_text
@@ -83,11 +84,19 @@ def test_output_keys(mode):
 
 
 def test_node_names():
-    """Nodes are prepare/generate/call_tool, not the peers' agent/model/tools."""
+    """Nodes are generate/call_tool, not the peers' agent/model/tools."""
     graph = create_react_graph(FakeToolModel(turns=[]), [lookup], tool_mode="native")
     names = set(graph.nodes)
-    assert {"prepare", "generate", "call_tool"} <= names
+    assert {"generate", "call_tool"} <= names
     assert not names & {"agent", "model", "tools"}
+
+
+def test_call_tool_is_langgraphs_tool_node():
+    """The tool step is LangGraph's ``ToolNode`` itself (as in create_react_agent), so
+    code that inspects ``graph.nodes[...].bound`` finds the node and its tools."""
+    graph = create_react_graph(FakeToolModel(turns=[]), [lookup], tool_mode="native")
+    node = graph.nodes["call_tool"].bound
+    assert isinstance(node, ToolNode) and list(node.tools_by_name) == ["lookup"]
 
 
 def test_graph_name():
