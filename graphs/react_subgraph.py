@@ -18,7 +18,7 @@ from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import empty_usage
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
-# margin for prepare, tool selection, the final answer and synthesis.
+# margin for tool selection, the final answer and synthesis.
 REACT_STEPS_PER_ITERATION = 3
 REACT_EXTRA_STEPS = 10
 

@@ -10,7 +10,7 @@ conditional edge whose router first ends the run on an error.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -28,7 +28,7 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
-from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import InputState, OutputState
 
@@ -107,7 +107,15 @@ def route(
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
     if reads is not None:
         guarded.__annotations__ = {**guarded.__annotations__, "state": reads}
-    path = RunnableCallable(guarded, name=router.__name__, trace=False)
+    first_ahead: Callable[..., Awaitable[str | list[Send]]] | None = None
+    if source == START and guarded is with_runtime:
+        # Nothing has loaded the run context's model and tools yet when the run starts;
+        # under ainvoke that (blocking) loading must not happen on the event loop.
+        async def first_ahead(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+            await load_context(runtime)
+            return with_runtime(state, runtime)
+
+    path = RunnableCallable(guarded, first_ahead, name=router.__name__, trace=False)
     ends = [END] if end_on_error else []
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, *ends])))
 

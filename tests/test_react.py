@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import create_react_graph
+from loopgraphs.nodes import settings as settings_module
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
@@ -482,3 +484,22 @@ def test_forced_final_answer_offers_no_tool_and_falls_back_to_the_last_result():
     assert out["status"] == "max_iterations" and out["answer"] == "42"
     last = model.schemas[-1]["schema"]["anyOf"]
     assert [alt["properties"]["action"]["const"] for alt in last] == ["final_answer"]
+
+
+async def test_a_context_model_is_loaded_off_the_event_loop(monkeypatch):
+    """Under ainvoke the run context's model is loaded in a worker thread, also when the
+    edge that starts the run is the first to need it: loading may block (a server started,
+    a profile read over HTTP) and must not stall the event loop."""
+    model = model_for("native", [final("native", "ok")])
+    loaded_in = []
+
+    @functools.lru_cache
+    def load(spec: str):
+        loaded_in.append(threading.current_thread())
+        return model
+
+    monkeypatch.setattr(settings_module, "_cached_model", load)
+    graph = create_react_graph(None, [multiply], tool_mode="native")
+    out = await graph.ainvoke({"messages": [("user", "hi")]}, context={"model": "some-spec"})
+    assert out["answer"] == "ok" and len(loaded_in) == 1
+    assert loaded_in[0] is not threading.main_thread()
