@@ -330,6 +330,22 @@ def test_search_returns_k_blocks_and_handles_questions(search: BaseTool) -> None
     assert "founded by Bartholomew Ixley" in blocks[0]
 
 
+@pytest.mark.parametrize("query", ["Quillmark Instruments", " quillmark instruments? "])
+def test_search_for_a_title_returns_that_document_alone(search: BaseTool, query: str) -> None:
+    result = search.invoke({"query": query})
+    document, also = result.split("\n\n")
+    assert document.startswith("Quillmark Instruments: ")
+    assert "founded by Bartholomew Ixley" in document and "married" not in result
+    assert also == "Also found: Bartholomew Ixley, Seraphine Vantreece."
+
+
+def test_exact_lookup_can_be_turned_off() -> None:
+    tool = make_search_tool(exact_lookup=False)
+    assert len(tool.invoke({"query": "Quillmark Instruments"}).split("\n\n")) == 3
+    alone = make_search_tool([("Alpha", "first letter")]).invoke({"query": "alpha"})
+    assert alone == "Alpha: first letter"
+
+
 @pytest.mark.parametrize(
     "query",
     ['"unbalanced', "AND OR NOT", "*", "NEAR(", "", "x" * 5000, "🙂 ☃", "日本語", "a:b -c ^d"],

@@ -27,19 +27,25 @@ SEARCH_DESCRIPTION = (
     "Input: a short query such as a name."
 )
 
-_EXAMPLE_RESULT = (
+_EXAMPLE_ORGANISATION = (
     "Harrowby Looms: Harrowby Looms is an organisation. Harrowby Looms was founded in the "
-    "year 1890. Harrowby Looms was founded by Ada Quinlan.\n\nAda Quinlan: Ada Quinlan is a "
-    "person. Ada Quinlan was born in the year 1861. Ada Quinlan was born in Tessford."
+    "year 1890. Harrowby Looms was founded by Ada Quinlan."
+)
+_EXAMPLE_PERSON = (
+    "Ada Quinlan: Ada Quinlan is a person. Ada Quinlan was born in the year 1861. Ada "
+    "Quinlan was born in Tessford."
 )
 KNOWLEDGE_BASE_EXAMPLES = (
     ToolExample(
-        "Who founded Harrowby Looms?", {"query": "Harrowby Looms"}, _EXAMPLE_RESULT, "Ada Quinlan"
+        "Who founded Harrowby Looms?",
+        {"query": "Harrowby Looms"},
+        f"{_EXAMPLE_ORGANISATION}\n\nAlso found: Ada Quinlan.",
+        "Ada Quinlan",
     ),
     ToolExample(
         "In which town was the founder of Harrowby Looms born?",
-        {"query": "Harrowby Looms"},
-        _EXAMPLE_RESULT,
+        {"query": "founder of Harrowby Looms"},
+        f"{_EXAMPLE_ORGANISATION}\n\n{_EXAMPLE_PERSON}",
         "Tessford",
     ),
 )
@@ -153,6 +159,10 @@ class _Index:
         return [(str(title), str(body)) for title, body in rows]
 
 
+def _same_title(title: str, query: str) -> bool:
+    return title.casefold() == query.strip().strip("\"'.?!").strip().casefold()
+
+
 def make_search_tool(
     corpus: Sequence[tuple[str, str]] | Sequence[str] | None = None,
     *,
@@ -160,6 +170,7 @@ def make_search_tool(
     name: str = "search",
     description: str = SEARCH_DESCRIPTION,
     examples: Sequence[ToolExample] | None = None,
+    exact_lookup: bool = True,
 ) -> BaseTool:
     """Make a full-text search tool over a corpus.
 
@@ -172,11 +183,16 @@ def make_search_tool(
         examples: Worked examples shown to models without native tool calling (see
             ``loopgraphs.toolkits.examples``); ``None`` gives the bundled knowledge base's
             example when ``corpus`` is ``None`` and none otherwise.
+        exact_lookup: When the query is exactly a document's title (ignoring case and
+            surrounding spaces and punctuation), return that document alone and only the
+            titles of the other hits: a small model reads the one document it asked for
+            instead of picking a fact out of its neighbours.
 
     Returns:
         A tool taking ``query: str`` and returning the best ``k`` documents, ranked by BM25,
-        as ``"title: text"`` blocks separated by blank lines, or a message when nothing
-        matches. It never raises for any query string.
+        as ``"title: text"`` blocks separated by blank lines (or, for an exact lookup, the
+        named document and an ``Also found:`` line), or a message when nothing matches. It
+        never raises for any query string.
 
     Raises:
         ValueError: If ``k`` is below 1 or the corpus is empty.
@@ -197,6 +213,12 @@ def make_search_tool(
             return f"Error: search failed for {shown!r}: {exc}"
         if not hits:
             return f"No results for {shown!r}."
+        named = [hit for hit in hits if _same_title(hit[0], query)] if exact_lookup else []
+        if named:
+            title, text = named[0]
+            others = [other for other, _ in hits if other != title]
+            also = f"\n\nAlso found: {', '.join(others)}." if others else ""
+            return f"{title}: {text}{also}"
         return "\n\n".join(f"{title}: {text}" for title, text in hits)
 
     if examples is None:
