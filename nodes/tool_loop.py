@@ -162,17 +162,18 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
 
 
 MAX_EXAMPLES = 3
+EXAMPLE_FENCE = "example"
 
 
-def example_turns(
-    registry: ToolRegistry, question: str, mode: str, fence: str
-) -> list[BaseMessage]:
+def example_turns(registry: ToolRegistry, question: str, mode: str) -> list[BaseMessage]:
     """The tools' worked examples as solved exchanges in the mode's own form, shown to
     json- and text-mode models before the conversation.
 
     At most ``MAX_EXAMPLES`` are shown, ordered by how many words they share with the
     question, the closest last (ties: the first registered last): a small model copies
-    the pattern it saw last.
+    the pattern it saw last. Their results are fenced with the fixed ``EXAMPLE_FENCE``
+    marker, not the run's, so that with the same question they are the same text in every
+    run (a prefix the server's prompt cache keeps across the runs of a conversation).
     """
     if mode not in ("json", "text"):
         return []
@@ -184,7 +185,7 @@ def example_turns(
     turns: list[BaseMessage] = []
     for position, (name, example) in ranked:
         call = ToolCall(name=name, args=dict(example.args), id=f"example_{position}")
-        result = fence_output(example.result, fence) if fence else example.result
+        result = fence_output(example.result, EXAMPLE_FENCE)
         turns += [
             HumanMessage(example.question),
             AIMessage(_action_text([call], mode)),
@@ -222,13 +223,12 @@ def _answer_text(answer: str, mode: str) -> str:
     return f"FINAL_ANSWER: {answer}"
 
 
-def _question(state: Mapping[str, Any], history: Sequence[AnyMessage]) -> str:
-    start = state.get("transcript_start") or 0
-    before = state.get("messages", history)[:start] if start else history
-    asked = [m for m in before if isinstance(m, HumanMessage)]
-    if not asked:
-        return ""
-    return content_text((asked[-1] if start else asked[0]).content)
+def _first_question(state: Mapping[str, Any], history: Sequence[AnyMessage]) -> str:
+    """The conversation's first user message: the worked examples are chosen for it and
+    stay the same for the later runs on the thread, which keeps them cacheable."""
+    asked = (m for m in state.get("messages", history) if isinstance(m, HumanMessage))
+    first = next(asked, None)
+    return content_text(first.content) if first is not None else ""
 
 
 def _action_text(calls: Sequence[ToolCall], mode: str) -> str:
@@ -290,7 +290,7 @@ def model_turn(
         system = system_message(
             settings, state, react_instructions(registry, mode, thoughts=thoughts)
         )
-        examples = example_turns(registry, _question(state, history), mode, state.get("fence", ""))
+        examples = example_turns(registry, _first_question(state, history), mode)
         return [system, *examples, *model_view(history, mode)]
 
     rejected = 0  # requests the provider refused before a mode worked

@@ -8,12 +8,14 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import create_react_graph
 from loopgraphs.models import writes_thoughts
 from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.tool_loop import (
+    EXAMPLE_FENCE,
     MAX_EXAMPLES,
     action_schema,
     example_turns,
@@ -66,13 +68,13 @@ def test_examples_from_dicts_and_bad_entries():
 
 
 def test_example_turns_in_json_mode_end_with_the_closest_example():
-    turns = example_turns(registry(), "What is 7 * (3 + 4)?", "json", FENCE)
+    turns = example_turns(registry(), "What is 7 * (3 + 4)?", "json")
     assert len(turns) == 4 * MAX_EXAMPLES
     questions = [content_text(m.content) for m in turns[::4]]
     assert questions[-1] == "What is (12 + 3) * 7?"  # shares "(", "*", "+" and numbers
     call = json.loads(content_text(turns[-3].content))
     assert call == {"action": "calculator", "action_input": {"expression": "(12 + 3) * 7"}}
-    assert content_text(turns[-2].content) == "Observation: " + fence_output("105", FENCE)
+    assert content_text(turns[-2].content) == "Observation: " + fence_output("105", EXAMPLE_FENCE)
     assert json.loads(content_text(turns[-1].content)) == {
         "action": "final_answer",
         "action_input": "105",
@@ -82,7 +84,7 @@ def test_example_turns_in_json_mode_end_with_the_closest_example():
 
 def test_example_turns_pick_search_for_a_question_about_names():
     turns = example_turns(
-        registry(), "Where was the founder of Quillmark Instruments born?", "json", ""
+        registry(), "Where was the founder of Quillmark Instruments born?", "json"
     )
     last_call = json.loads(content_text(turns[-3].content))
     assert last_call["action"] == "search"
@@ -92,11 +94,11 @@ def test_example_turns_pick_search_for_a_question_about_names():
 
 
 def test_example_turns_in_text_mode_and_none_in_native_mode():
-    turns = example_turns(registry(), "What is 2 + 2?", "text", FENCE)
+    turns = example_turns(registry(), "What is 2 + 2?", "text")
     assert content_text(turns[-3].content).startswith("Action: calculator\nAction Input: {")
     assert content_text(turns[-1].content) == "FINAL_ANSWER: 89"
-    assert example_turns(registry(), "What is 2 + 2?", "native", FENCE) == []
-    assert example_turns(ToolRegistry([]), "What is 2 + 2?", "json", FENCE) == []
+    assert example_turns(registry(), "What is 2 + 2?", "native") == []
+    assert example_turns(ToolRegistry([]), "What is 2 + 2?", "json") == []
 
 
 @pytest.mark.parametrize("mode", ["json", "text"])
@@ -157,3 +159,20 @@ def test_an_answer_copied_from_an_example_is_the_last_result():
     # An example's answer that the result really holds is a real answer.
     messages = _run({"query": "Ada"}, "Ada Quinlan lives here.")
     assert restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples) == "Ada Quinlan"
+
+
+def test_examples_stay_the_same_for_every_run_on_a_thread():
+    """The second run on a thread sees the same system message and examples as the first
+    (same order, same marker), though its question is about something else: the server's
+    prompt cache keeps the whole prefix across the runs of a conversation."""
+    replies = [final("json", "42"), final("json", "Bartholomew Ixley")]
+    model = model_for("json", replies)
+    tools = get_tools(["calculator", "search"])
+    graph = create_react_graph(model, tools, tool_mode="json", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "What is 6 * 7?")]}, config)
+    graph.invoke({"messages": [("user", "Who founded Quillmark Instruments?")]}, config)
+    first, second = model.prompts
+    prefix = 1 + 4 * MAX_EXAMPLES
+    assert [m.content for m in second[:prefix]] == [m.content for m in first[:prefix]]
+    assert f"<<tool_output {EXAMPLE_FENCE}>>" in content_text(first[3].content)
