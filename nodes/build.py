@@ -107,15 +107,15 @@ def route(
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
     if reads is not None:
         guarded.__annotations__ = {**guarded.__annotations__, "state": reads}
-    first_ahead: Callable[..., Awaitable[str | list[Send]]] | None = None
+    load_then_route: Callable[..., Awaitable[str | list[Send]]] | None = None
     if source == START and guarded is with_runtime:
         # Nothing has loaded the run context's model and tools yet when the run starts;
         # under ainvoke that (blocking) loading must not happen on the event loop.
-        async def first_ahead(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        async def load_then_route(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
             await load_context(runtime)
             return with_runtime(state, runtime)
 
-    path = RunnableCallable(guarded, first_ahead, name=router.__name__, trace=False)
+    path = RunnableCallable(guarded, load_then_route, name=router.__name__, trace=False)
     ends = [END] if end_on_error else []
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, *ends])))
 
