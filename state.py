@@ -96,16 +96,6 @@ class ReActState(LoopState, total=False):
     reviews: dict[str, dict[str, Any]]
 
 
-class ReActRouting(TypedDict, total=False):
-    """What ReAct's routers read after a step (a narrow read is cheaper)."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    status: Status
-    iterations: int
-    transcript_start: int
-    remaining_steps: RemainingSteps
-
-
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     """State update that records model calls and their token usage."""
     if not isinstance(message, list):

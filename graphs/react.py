@@ -53,7 +53,7 @@ from loopgraphs.nodes.tool_loop import (
     tool_budget_spent,
     without_tool_calls,
 )
-from loopgraphs.state import OutputState, ReActRouting, ReActState, run_defaults
+from loopgraphs.state import OutputState, ReActState, run_defaults
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -214,9 +214,8 @@ def build_react(
         "generate",
         route_generated,
         [*review, "call_tool", "generate", "final_answer", *finish],
-        reads=ReActRouting,
     )
-    route(builder, "call_tool", route_tools, ["generate", "final_answer"], reads=ReActRouting)
+    route(builder, "call_tool", route_tools, ["generate", "final_answer"])
     if review:
         builder.add_node("review", review_node(settings))
         builder.add_edge("review", "call_tool")

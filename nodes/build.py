@@ -82,7 +82,6 @@ def route(
     targets: Sequence[str],
     *,
     end_on_error: bool = True,
-    reads: type[Any] | None = None,
 ) -> None:
     """Add a conditional edge from ``source``: the run ends when its status is "error"
     (unless ``end_on_error=False``, for the edge from ``START``, where the status is the
@@ -90,9 +89,7 @@ def route(
     next node, or returns ``Send`` packets for a fan-out into ``targets``.
 
     The router runs as LangGraph's own callable without tracing, in the caller's thread
-    also under ``ainvoke`` (a plain function would be sent to a worker thread there).
-    ``reads``, a ``TypedDict`` with the keys the router uses (and ``status``), makes
-    LangGraph read only those channels for it, which saves time on every step."""
+    also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
     def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         if end_on_error and state.get("status") == "error":
@@ -105,8 +102,6 @@ def route(
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
-    if reads is not None:
-        guarded.__annotations__ = {**guarded.__annotations__, "state": reads}
     load_then_route: Callable[..., Awaitable[str | list[Send]]] | None = None
     if source == START and guarded is with_runtime:
         # Nothing has loaded the run context's model and tools yet when the run starts;
