@@ -430,6 +430,15 @@ def _expression(text: str) -> bool:
     return any(ch.isdigit() for ch in text) and any(op in text for op in "+-*/^%")
 
 
+def _held(observed: str, call: ToolCall) -> str:
+    """What a tool result says (squashed) without its quotes of the call's own arguments
+    (a search echoing its query: "No results for 'Ada Quinlan'.")."""
+    for value in map(str, call["args"].values()):
+        for left, right in ("''", '""', "\u2018\u2019", "\u201c\u201d"):
+            observed = observed.replace(f"{left}{value}{right}", " ")
+    return _squashed(observed)
+
+
 def restated_answer(
     answer: str,
     messages: Sequence[AnyMessage],
@@ -442,7 +451,8 @@ def restated_answer(
     is that result, markers included, or is empty, the run's fence marker or the
     ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
     small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
-    the worked ``examples``' answers that the result does not hold."""
+    the worked ``examples``' answers that the result does not hold (beyond quoting the
+    call's own arguments, as in "No results for 'Ada Quinlan'.")."""
     last_call: ToolCall | None = None
     result: ToolMessage | None = None
     for message in messages[start:]:
@@ -460,7 +470,7 @@ def restated_answer(
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
     unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
     said = _squashed(unmarked).removeprefix("finalanswer")
-    copied = said in {_squashed(e) for e in examples} and said not in _squashed(observed)
+    copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
     if not said or said == _squashed(observed) or said in asked or copied:
         return observed or answer
     return answer

@@ -161,6 +161,19 @@ def test_an_answer_copied_from_an_example_is_the_last_result():
     assert restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples) == "Ada Quinlan"
 
 
+def test_a_result_echoing_the_call_does_not_hold_a_copied_example_answer():
+    """A search for the example's own answer finds nothing; the message naming the query
+    is not evidence for that answer, so the honest result replaces it."""
+    messages = _run({"query": "Ada Quinlan"}, "No results for 'Ada Quinlan'.")
+    examples = ["Ada Quinlan", "Tessford"]
+    answer = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
+    assert answer == "No results for 'Ada Quinlan'."
+    # The same answer is kept when the result holds it besides the echoed query.
+    messages = _run({"query": "Ada Quinlan"}, "Ada Quinlan: founder of Harrowby Looms.")
+    kept = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
+    assert kept == "Ada Quinlan"
+
+
 def test_examples_stay_the_same_for_every_run_on_a_thread():
     """The second run on a thread sees the same system message and examples as the first
     (same order, same marker), though its question is about something else: the server's
