@@ -353,6 +353,8 @@ def is_loopback_url(url: str) -> bool:
 def is_embedded_model(model: object) -> bool:
     """Whether a chat model talks to a llama.cpp server this process started (``"local"``
     or ``"gguf:<path>"``)."""
+    if not _local_servers:
+        return False
     inner = _unwrap(model) if isinstance(model, Runnable) else model
     base = str(getattr(inner, "openai_api_base", "") or "").rstrip("/").removesuffix("/v1")
     return bool(base) and any(
@@ -373,8 +375,10 @@ def writes_thoughts(model: object) -> bool:
     except for the bundled SmolLM2-135M, which drifts while writing one and then calls the
     tool with numbers and names it made up (0 of 16 calculator questions answered with a
     thought, 8 of 16 without, measured with the tools' worked examples)."""
+    if not is_embedded_model(model):
+        return True
     inner = _unwrap(model) if isinstance(model, Runnable) else model
-    return not (getattr(inner, "model_name", None) == LOCAL_MODEL_NAME and is_embedded_model(model))
+    return getattr(inner, "model_name", None) != LOCAL_MODEL_NAME
 
 
 def is_local_model(model: object) -> bool:

@@ -100,11 +100,6 @@ def run_calls(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall]:
             yield from message.tool_calls
 
 
-def tool_results(messages: Sequence[AnyMessage], start: int) -> dict[str, ToolMessage]:
-    """The run's tool results by tool-call id."""
-    return {m.tool_call_id: m for m in messages[start:] if isinstance(m, ToolMessage)}
-
-
 def _error(call: ToolCall, text: str) -> ToolMessage:
     return ToolMessage(
         content=text, name=call["name"], tool_call_id=call["id"] or "", status="error"
@@ -138,37 +133,48 @@ class ToolGuard:
             return _error(
                 call, f"Error: unknown tool '{call['name']}'. Available tools: {available}."
             )
+        if self.max_tool_calls is None and not self.loop_break:
+            return request
         messages = state.get("messages") or []
         start = int(state.get("transcript_start") or 0)
-        last = max(
-            (i for i in range(start, len(messages)) if isinstance(messages[i], AIMessage)),
-            default=len(messages),
+        last = next(
+            (
+                i
+                for i in range(len(messages) - 1, start - 1, -1)
+                if isinstance(messages[i], AIMessage)
+            ),
+            len(messages),
         )
-        earlier = list(run_calls(messages[:last], start))
         current = messages[last].tool_calls if last < len(messages) else []
         index = next((i for i, c in enumerate(current) if c["id"] == call["id"]), len(current))
-        position = len(earlier) + index
-        calls = [*earlier, *current[:index]]
-        if self.max_tool_calls is not None and position >= self.max_tool_calls:
+        earlier = [*run_calls(messages[:last], start), *current[:index]]
+        if self.max_tool_calls is not None and len(earlier) >= self.max_tool_calls:
             return _error(
                 call,
                 f"Not run: this run's budget of {self.max_tool_calls} tool calls is used up. "
                 "Answer with what you have.",
             )
         if self.loop_break:
-            repeated = self._repeated(call, calls, tool_results(messages[:last], start))
+            repeated = self._repeated(call, earlier, messages[start:last])
             if repeated is not None:
                 return repeated
         return request
 
     def _repeated(
-        self, call: ToolCall, earlier: Sequence[ToolCall], results: Mapping[str, ToolMessage]
+        self, call: ToolCall, earlier: Sequence[ToolCall], log: Sequence[AnyMessage]
     ) -> ToolMessage | None:
         key = call_key(call)
         for previous in earlier:
-            if call_key(previous) != key:
+            if previous["name"] != call["name"] or call_key(previous) != key:
                 continue
-            result = results.get(previous["id"] or "")
+            result = next(
+                (
+                    m
+                    for m in reversed(log)
+                    if isinstance(m, ToolMessage) and m.tool_call_id == (previous["id"] or "")
+                ),
+                None,
+            )
             if result is None:
                 return _error(
                     call,
