@@ -8,6 +8,7 @@ import os
 
 from loopgraphs.graphs.registry import LOOPS
 from tests.benchmarks import run
+from tests.benchmarks.local_model import reused
 
 
 def is_spread(value) -> bool:
@@ -58,3 +59,15 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     markdown = (tmp_path / "results.md").read_text()
     assert "scripted model" in markdown and f"{os.cpu_count()} cores" in markdown
     assert "| ReAct / create_agent, CPU µs per model call, N=1 (invoke) |" in markdown
+
+
+def test_reuse_counts_what_the_previous_call_left_in_the_cache():
+    def usage(prompt, output, cached):
+        details = {"cache_read": cached}
+        return {"input_tokens": prompt, "output_tokens": output, "input_token_details": details}
+
+    calls = [usage(700, 20, 0), usage(1000, 25, 719), {}, usage(1300, 20, 1024)]
+    # The second call could reuse 720 tokens (read 719); the failed third call has no
+    # usage, so neither the pair before nor the pair after it counts.
+    assert reused(calls) == (719, 720)
+    assert reused([usage(900, 30, 0), usage(800, 10, 500)]) == (500, 800)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 from typing import Any
 from uuid import UUID
 
@@ -75,13 +76,30 @@ class CallTimer(BaseCallbackHandler):
         return total
 
 
+def _cache_read(usage: dict[str, Any]) -> int:
+    return int((usage.get("input_token_details") or {}).get("cache_read", 0) or 0)
+
+
+def reused(usages: list[dict[str, Any]]) -> tuple[int, int]:
+    """(tokens read from the cache, tokens the cache could have served) over the calls
+    that follow a call with known usage: the earlier call's prompt and reply are what the
+    server's cache holds when the next call of the conversation starts."""
+    held = read = 0
+    for before, after in pairwise(usages):
+        left = int(before.get("input_tokens") or 0) + int(before.get("output_tokens") or 0)
+        prompt = int(after.get("input_tokens") or 0)
+        if left and prompt:
+            held += min(left, prompt)
+            read += _cache_read(after)
+    return read, held
+
+
 def measured(timer: CallTimer, wall: float, kind: str, questions: list[str], out: Any) -> dict:
     """The figures of one measured unit (a run, or a conversation of runs)."""
     later = timer.calls[1:]
     prompt = sum(int(u.get("input_tokens", 0) or 0) for _, _, u in later)
-    cached = sum(
-        int((u.get("input_token_details") or {}).get("cache_read", 0) or 0) for _, _, u in later
-    )
+    cached = sum(_cache_read(u) for _, _, u in later)
+    read, held = reused([u for _, _, u in timer.calls])
     return {
         "kind": kind,
         "questions": questions,
@@ -96,6 +114,7 @@ def measured(timer: CallTimer, wall: float, kind: str, questions: list[str], out
         "prompt_tokens_after_first": prompt,
         "cached_tokens_after_first": cached,
         "cached_share": cached / prompt if prompt else None,
+        "reused_share": read / held if held else None,
         "calls": [
             {
                 "seconds": round(end - begin, 3),
@@ -201,6 +220,9 @@ def local_model(
     if kept:
         result["cached_share"] = spread([r["cached_share"] for r in kept])
         result["outside_share"] = spread([r["outside_share"] for r in kept])
+        reuse = [r["reused_share"] for r in kept if r.get("reused_share") is not None]
+        if reuse:
+            result["reused_share"] = spread(reuse)
         result["model_calls"] = spread([r["model_calls"] for r in kept])
         result["targets"] = {"cached_share_min": 0.90, "outside_share_max": 0.02}
         result["met"] = {

@@ -95,6 +95,16 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
                 verdict(local["met"]["cached_share"]),
             ]
         )
+        if "reused_share" in local:
+            rows.append(
+                [
+                    f"local ReAct ({kinds}): of the tokens the previous call left in the "
+                    "cache (its prompt and reply), the share read from it",
+                    share(local["reused_share"]),
+                    "-",
+                    "-",
+                ]
+            )
         rows.append(
             [
                 f"local ReAct ({kinds}): wall time outside model calls",
@@ -284,8 +294,9 @@ def render(results: dict[str, Any]) -> str:
             f"Figures count the units (a single run, or a conversation of runs on one "
             f"thread) with at least {settings['min_calls']} model calls: "
             f"{local['runs_used']} of {len(local['runs'])}. Cached = prompt tokens served "
-            "from llama.cpp's cache over all calls after the unit's first; outside = share "
-            "of wall time not inside a model call.",
+            "from llama.cpp's cache over all calls after the unit's first; reused = the "
+            "same tokens over those the previous call left in the cache (its prompt and "
+            "reply); outside = share of wall time not inside a model call.",
             "",
         ]
         rows = [
@@ -297,6 +308,7 @@ def render(results: dict[str, Any]) -> str:
                 str(run["status"]),
                 f"{run['wall_s']:.1f}",
                 f"{100 * run['cached_share']:.1f}%" if run["cached_share"] is not None else "-",
+                f"{100 * run['reused_share']:.1f}%" if run.get("reused_share") is not None else "-",
                 f"{100 * run['outside_share']:.2f}%",
             ]
             for i, run in enumerate(local["runs"])
@@ -310,6 +322,7 @@ def render(results: dict[str, Any]) -> str:
                 "last status",
                 "wall s",
                 "cached (after 1st call)",
+                "reused",
                 "outside",
             ],
             rows,
