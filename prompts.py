@@ -274,6 +274,11 @@ SELF_ASK_CONTINUE = (
     '"So the final answer is: <answer>".'
 )
 
+SELF_ASK_REQUIRE_FOLLOW_UP = (
+    "Do not answer yet: first ask a follow-up question for the tool to answer. Reply with "
+    'one line: "Follow up: <question>".'
+)
+
 SELF_ASK_FORCE_FINAL = (
     "You have asked all the follow-up questions allowed. Do not ask more and do not call "
     "tools. Using the intermediate answers so far (answer any open question yourself), "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall
@@ -27,7 +28,7 @@ from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, w
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import call_model, system_message
-from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, parse_self_ask
+from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
@@ -37,7 +38,7 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
-from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
+from loopgraphs.nodes.tool_loop import ToolStep, bound_model, coerce_args, resolve_mode
 from loopgraphs.state import LoopState, OutputState, start_run
 
 # Graph steps that must still follow a node for each route to end within the recursion
@@ -120,6 +121,14 @@ def _record_intermediate(
     return follow_ups
 
 
+def _open(turn: SelfAskTurn, follow_ups: Sequence[dict[str, Any]]) -> bool:
+    """Whether a turn asks a follow-up that no earlier follow-up of the run asked."""
+    asked = " ".join(turn.question.lower().split())
+    return bool(asked) and all(
+        " ".join(str(f["question"]).lower().split()) != asked for f in follow_ups
+    )
+
+
 def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMessage]) -> str:
     for item in reversed(follow_ups):
         if item.get("answer"):
@@ -157,7 +166,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         mode = state.get("tool_mode") or "none"
         if mode == "native":
             try:
-                bound = run.chat_model.bind_tools(run.tools.tools)
+                bound = bound_model(run.chat_model, run.tools, required(run, state))
                 reply, update = yield from call_model(
                     bound, [self_ask_system(run, state, mode), *history]
                 )
@@ -176,6 +185,15 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         update = yield from model_turn(run, state, state["messages"])
         return {**update, "iterations": state.get("iterations", 0) + 1}
 
+    def required(run: LoopSettings, state: Mapping[str, Any]) -> str | None:
+        """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
+        has answered a follow-up of this run."""
+        choice = run.tool_choice
+        if choice in (None, "auto") or not run.tools:
+            return None
+        answered = any(f.get("tool") for f in state.get("follow_ups", []))
+        return None if answered else choice
+
     def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
         return state.get("iterations", 0) < run.max_iterations and steps_left(state, TURN_STEPS)
 
@@ -186,15 +204,26 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return {"status": "error", "error": "the last message is not a model reply"}
         mode = state.get("tool_mode", "none")
         native_calls = reply.tool_calls if mode == "native" else []
-        turn = parse_self_ask(content_text(reply.content))
+        text = content_text(reply.content)
+        turn = parse_self_ask(text)
         follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
         update: dict[str, Any] = {"follow_ups": follow_ups, "pending": []}
+        has_tools = mode != "none" and len(run.tools) > 0
+        if turn.kind == "final" and has_tools and mode != "native" and _open(turn, follow_ups):
+            # The tools answer follow-ups: a reply answering its own new question is cut
+            # where the tool's answer belongs, and its final line waits for that answer.
+            turn = replace(turn, kind="tool" if turn.tool else "follow_up", answer="")
+            update["messages"] = [reply.model_copy(update={"content": asked_part(text)})]
+        require = required(run, state) if has_tools else None
+        asks = turn.kind in ("tool", "follow_up")
+        if require and not asks and not native_calls and can_continue(state, run):
+            ask = HumanMessage(prompts.SELF_ASK_REQUIRE_FOLLOW_UP)
+            return {**update, "messages": [*update.get("messages", []), ask]}
         if turn.kind == "final" or (turn.kind == "none" and not native_calls):
             update.update(status="completed", answer=turn.answer)
             if native_calls:
                 update["messages"] = [_without_calls(reply)]
             return update
-        has_tools = mode != "none" and len(run.tools) > 0
         pending: list[dict[str, Any]] = []
         if has_tools and native_calls:
             pending = [
@@ -210,7 +239,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 for index, call in enumerate(native_calls)
             ]
         elif has_tools and turn.kind in ("tool", "follow_up"):
-            name = turn.tool if turn.kind == "tool" else run.tools.names[0]
+            first = require if require in run.tools.names else run.tools.names[0]
+            name = turn.tool if turn.kind == "tool" else first
             args = turn.tool_input if turn.kind == "tool" else turn.question
             pending = [
                 {

@@ -44,7 +44,7 @@ from loopgraphs.nodes.parsing.plans import (
     update_from_text,
 )
 from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
-from loopgraphs.nodes.parsing.self_ask import parse_self_ask
+from loopgraphs.nodes.parsing.self_ask import asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import (
     FINAL_ANSWER_RE,
     ListItem,
@@ -156,6 +156,7 @@ PARSERS = [
             and isinstance(v.question, str)
         ),
     ),
+    Parser("asked_part", asked_part, lambda v: isinstance(v, str)),
     Parser(
         "parse_critique",
         parse_critique,

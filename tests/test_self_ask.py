@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from loopgraphs import prompts
 from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.nodes.parsing.self_ask import parse_self_ask
+from loopgraphs.nodes.parsing.self_ask import asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, model_for
@@ -184,13 +185,43 @@ def test_without_tools_the_model_answers_its_own_follow_ups():
     assert isinstance(model.prompts[1][-2], AIMessage)
 
 
-def test_final_answer_is_checked_first():
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_a_reply_answering_its_own_new_follow_up_waits_for_the_tool(mode):
+    """As in Self-Ask's method, the tool answers a follow-up: a reply that goes on to
+    invent the answer and a final line is cut after its question, which the tool answers."""
     search = Search()
-    _model, graph = build(
-        "text", [f"Follow up: {Q1}\nSo the final answer is: Mattarella"], [search.tool]
+    invented = f"Follow up: {Q1}\nIntermediate answer: France.\nSo the final answer is: Macron"
+    model, graph = build(
+        mode, [invented, "So the final answer is: Sergio Mattarella"], [search.tool]
     )
     out = graph.invoke(QUESTION)
-    assert search.queries == [] and out["answer"] == "Mattarella" and out["llm_calls"] == 1
+    assert search.queries == [Q1]
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert out["llm_calls"] == 2 == model.call_count
+    replies = [m for m in out["messages"] if isinstance(m, AIMessage)]
+    assert content_text(replies[0].content) == f"Follow up: {Q1}"
+    assert "Macron" not in transcript(out) and "France" not in transcript(out)
+    second = "\n".join(content_text(m.content) for m in model.prompts[1])
+    assert FACTS[Q1] in second and "Macron" not in second
+
+
+def test_a_final_line_after_an_answered_follow_up_is_the_answer():
+    search = Search()
+    replies = [ask("text", Q1), f"Follow up: {Q1}\nSo the final answer is: Italy"]
+    _model, graph = build("text", replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1] and out["answer"] == "Italy" and out["llm_calls"] == 2
+
+
+def test_without_tools_a_reply_may_answer_its_own_follow_ups_at_once():
+    model = ScriptedChatModel(
+        replies=[
+            f"Follow up: {Q1}\nIntermediate answer: Italy.\n"
+            "So the final answer is: Sergio Mattarella"
+        ]
+    )
+    out = create_self_ask_graph(model).invoke(QUESTION)
+    assert out["answer"] == "Sergio Mattarella" and out["llm_calls"] == 1
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -349,6 +380,11 @@ def test_provider_rejecting_tools_falls_back_to_text_in_auto_mode():
             "final",
             {"answer": "y", "intermediate": "x."},
         ),
+        (
+            "Follow up: Who?\nIntermediate answer: x\nSo the final answer is: y",
+            "final",
+            {"answer": "y", "question": "Who?"},
+        ),
         ("**Follow up:** Who?\n", "follow_up", {"question": "Who?"}),
         ("Follow-up question: Who?", "follow_up", {"question": "Who?"}),
         ('Tool: search("rome")', "tool", {"tool": "search", "tool_input": "rome"}),
@@ -410,3 +446,60 @@ def test_tools_must_be_a_list():
 def test_graph_shape_snapshot(mode):
     _, graph = build(mode, [], [calculator])
     assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "self_ask.mmd").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Follow up: Who?\nIntermediate answer: x\nSo the final answer is: y", "Follow up: Who?"),
+        ("Follow up: Who? So the final answer is: y", "Follow up: Who?"),
+        (
+            'Follow up: Who?\nTool: search\nTool Input: {"query": "x"}\nFollow up: Where?',
+            'Follow up: Who?\nTool: search\nTool Input: {"query": "x"}',
+        ),
+        ("Are follow up questions needed here? Yes.\nFollow up: Who?", None),
+    ],
+)
+def test_asked_part_keeps_the_reply_up_to_its_first_question(text, kept):
+    assert asked_part(text) == (text if kept is None else kept)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_required_tool_choice_asks_for_a_follow_up_before_an_answer(mode):
+    """tool_choice="required": native binds it until a tool answered; text and json ask
+    again for a follow-up when the first reply answers at once."""
+    search = Search()
+    replies = ["So the final answer is: Macron", ask(mode, Q1), "So the final answer is: Italy"]
+    if mode == "native":
+        replies = replies[1:]
+    model, graph = build(mode, replies, [search.tool], tool_choice="required")
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1] and out["answer"] == "Italy" and out["status"] == "completed"
+    assert out["llm_calls"] == len(replies) == model.call_count
+    if mode == "native":
+        assert model.tool_choices == ["required", None]
+    else:
+        pushed = content_text(model.prompts[1][-1].content)
+        assert pushed == prompts.SELF_ASK_REQUIRE_FOLLOW_UP
+
+
+def test_a_required_tool_name_answers_the_first_bare_follow_up():
+    search = Search()
+    graph = create_self_ask_graph(
+        ScriptedChatModel(replies=[ask("text", "6*7"), "So the final answer is: 42"]),
+        [search.tool, calculator],
+        tool_mode="text",
+        tool_choice="calculator",
+    )
+    out = graph.invoke({"messages": [("user", "What is 6*7?")]})
+    assert out["follow_ups"][0]["tool"] == "calculator" and out["answer"] == "42"
+    assert search.queries == []
+
+
+def test_required_tool_choice_gives_up_asking_at_the_budget():
+    search = Search()
+    replies = ["So the final answer is: Macron"] * 3
+    model, graph = build("text", replies, [search.tool], tool_choice="required", max_follow_ups=1)
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Macron" and search.queries == []
+    assert out["llm_calls"] == model.call_count <= 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
@@ -30,7 +30,9 @@ SelfAskKind = Literal["final", "tool", "follow_up", "intermediate", "none"]
 class SelfAskTurn:
     """One parsed Self-Ask reply.
 
-    ``kind`` is ``"final"`` (``answer`` set), ``"tool"`` (a named tool: ``tool`` and
+    ``kind`` is ``"final"`` (``answer`` set; with ``question``, and ``tool`` and
+    ``tool_input`` when named, if the reply asked something before its final line),
+    ``"tool"`` (a named tool: ``tool`` and
     ``tool_input`` set, ``question`` when a follow-up was also written), ``"follow_up"``
     (``question`` set), ``"intermediate"`` (only an intermediate answer, nothing asked)
     or ``"none"`` (no marker: ``answer`` is the reply's text). ``intermediate`` is an
@@ -64,7 +66,8 @@ def _without_preamble(text: str) -> str:
 def parse_self_ask(text: str) -> SelfAskTurn:
     """Parse one Self-Ask reply.
 
-    ``So the final answer is:`` wins over everything else. Otherwise the reply is read
+    ``So the final answer is:`` wins over everything else (a follow-up asked before it is
+    kept on the turn, for a loop whose tools answer follow-ups). Otherwise the reply is read
     up to the first follow-up question: an ``Intermediate answer:`` before it is kept
     (the model answering its previous question), a named tool (``Tool:`` with
     ``Tool Input:``) wins over a bare ``Follow up:``, and anything after an intermediate
@@ -117,30 +120,54 @@ def parse_self_ask(text: str) -> SelfAskTurn:
             tool_input = [rest]
             collecting = tool_input
     said = "\n".join(intermediate).strip() if intermediate is not None else None
-    if final is not None:
-        answer = tidy(text[final.end() :])
-        if answer:
-            return SelfAskTurn("final", answer=answer, intermediate=said)
+    asked: SelfAskTurn | None = None
     if tool:
         raw_input = "\n".join(tool_input).strip() if tool_input is not None else ""
         if not raw_input and "(" in tool and tool.endswith(")"):
             tool, raw_input = tool[: tool.index("(")].strip(), tool[tool.index("(") + 1 : -1]
         value: dict[str, Any] | str = tool_input_value(raw_input) if raw_input else question or ""
-        return SelfAskTurn(
+        asked = SelfAskTurn(
             "tool",
             question=question or (value if isinstance(value, str) else json.dumps(value)),
             tool=tool,
             tool_input=value,
             intermediate=said,
         )
-    if question:
-        return SelfAskTurn("follow_up", question=question, intermediate=said)
+    elif question:
+        asked = SelfAskTurn("follow_up", question=question, intermediate=said)
+    if final is not None:
+        answer = tidy(text[final.end() :])
+        if answer:
+            if asked is None:
+                return SelfAskTurn("final", answer=answer, intermediate=said)
+            return replace(asked, kind="final", answer=answer)
+    if asked is not None:
+        return asked
     if said:
         return SelfAskTurn("intermediate", intermediate=said)
     from_json = _self_ask_json(text)
     if from_json is not None:
         return from_json
     return SelfAskTurn("none", answer=final_answer_of(_without_preamble(text)))
+
+
+def asked_part(text: str) -> str:
+    """A reply up to the end of its first question (the ``Follow up:`` line, or the named
+    tool and its input): what a loop whose tools answer follow-ups keeps of a reply that
+    goes on to answer its own question."""
+    text = clip(text)
+    final = SO_FINAL_RE.search(text)
+    kept: list[str] = []
+    seen: set[str] = set()
+    for line in (text[: final.start()] if final else text).splitlines():
+        match = SELF_ASK_LINE_RE.match(line)
+        key = _marker_key(match.group(1)) if match else ""
+        if seen & {"follow_up", "tool"} and (key == "intermediate" or key in seen):
+            break
+        if key:
+            seen.add(key)
+        kept.append(line)
+    return "\n".join(kept).strip()
 
 
 def _text_field(data: dict[str, Any], *keys: str) -> str:
