@@ -321,6 +321,12 @@ CRITIQUE_REQUEST = """Draft answer to check:
 {evidence}
 List the claims to verify, or reply VERIFIED."""
 
+CRITIQUE_REQUIRED = """Draft answer to check:
+{draft}
+No claim has been checked yet: list at least one claim of the draft to verify with {tool}."""
+
+CRITIQUE_REQUIRED_AGAIN = "List at least one claim of the draft to verify with {tool}."
+
 CRITIQUE_EVIDENCE = """
 Evidence already gathered:
 {results}

@@ -39,7 +39,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
-from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.state import LoopState, OutputState, add_usage, start_run
 
 # Graph steps that must still follow a node (see ``steps_left``).
 DRAFT_STEPS = 1  # generate
@@ -63,6 +63,14 @@ class CritiqueReport(BaseModel):
     verified: bool = Field(default=False, description="True when no claim needs checking.")
     claims: list[ClaimCheck] = Field(
         default_factory=list, description="Claims to verify with tools."
+    )
+
+
+class RequiredCritique(BaseModel):
+    """The critique of a draft answer when a tool must check it (``tool_choice``)."""
+
+    claims: list[ClaimCheck] = Field(
+        min_length=1, description="Claims to verify with tools (at least one)."
     )
 
 
@@ -171,6 +179,8 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         model = run.chat_model
         mode = state.get("tool_mode", "text")
         earlier = state.get("claims", [])
+        require = run.tool_choice not in (None, "auto") and not earlier
+        which = f"the {run.tool_choice} tool" if run.tool_choice in run.tools.names else "a tool"
         evidence = (
             prompts.CRITIQUE_EVIDENCE.format(
                 results=_results(earlier, state.get("fence", ""), run.max_tool_output_chars)
@@ -178,8 +188,11 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             if earlier
             else ""
         )
+        draft = state.get("draft", "")
         request = HumanMessage(
-            prompts.CRITIQUE_REQUEST.format(draft=state.get("draft", ""), evidence=evidence)
+            prompts.CRITIQUE_REQUIRED.format(draft=draft, tool=which)
+            if require
+            else prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=evidence)
         )
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
@@ -190,7 +203,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             result = yield from structured_call(
                 model,
                 [system_message(run, state, system), *conversation(state), request],
-                CritiqueReport,
+                RequiredCritique if require else CritiqueReport,
                 levels=levels,
                 max_calls=1,
             )
@@ -208,9 +221,15 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         system = prompts.CRITIQUE_TEXT_SYSTEM.format(
             tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
         )
-        reply, update = yield from call_model(
-            model, [system_message(run, state, system), *conversation(state), request]
-        )
+        asked = [system_message(run, state, system), *conversation(state), request]
+        reply, update = yield from call_model(model, asked)
+        if require and not parse_critique(content_text(reply.content)).claims:
+            again = HumanMessage(prompts.CRITIQUE_REQUIRED_AGAIN.format(tool=which))
+            reply, second = yield from call_model(model, [*asked, reply, again])
+            update = {
+                "llm_calls": update["llm_calls"] + second["llm_calls"],
+                "usage": add_usage(update["usage"], second["usage"]),
+            }
         return {
             **update,
             **round_update,
@@ -323,8 +342,13 @@ def create_critic_graph(
     or a failing check becomes an observation. ``VERIFIED``, or a critique with no
     readable claim, accepts the current draft. Without tools the draft is the answer.
 
+    With ``tool_choice`` ("required" or a tool name) the first critique must list at least
+    one claim to check: native and json modes ask for a schema with at least one claim,
+    text mode asks once more after a reply naming none.
+
     Call budget: at most ``1 + 2 * max_critique_rounds`` model calls (the draft, then per
-    round one critique and one revision); exactly 1 without tools. The status is
+    round one critique and one revision; +1 when text mode asks again under
+    ``tool_choice``); exactly 1 without tools. The status is
     ``"completed"`` when a critique accepts the draft, and also when the rounds run out
     after a revision: the last revision is then the answer, unchecked. ``"max_iterations"``
     only when the recursion limit stops the loop before the draft could be checked.

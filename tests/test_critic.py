@@ -386,3 +386,42 @@ def test_bad_factory_arguments(kwargs, error, text):
 def test_graph_shape_snapshot(mode):
     _, graph = build(mode, [], [Search().tool])
     assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "critic.mmd").read_text()
+
+
+CHECK = [("completed in 1887", "search", "Eiffel Tower completion year")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_required_tool_choice_checks_a_claim_before_accepting(mode):
+    """tool_choice="required": the first critique must list a claim (native and json by
+    a schema with at least one claim, text by asking once more after a VERIFIED)."""
+    search = Search({"Eiffel Tower completion year": "Construction ran from 1887 to 1889."})
+    items = [{"claim": c, "tool": t, "tool_input": i} for c, t, i in CHECK]
+    first = {
+        "native": [calls(tool_call("RequiredCritique", {"claims": items}))],
+        "json": [json.dumps({"claims": items})],
+        "text": [verified("text"), critique("text", CHECK)],
+    }[mode]
+    replies = [DRAFT, *first, REVISED, verified(mode)]
+    model, graph = build(mode, replies, [search.tool], tool_choice="required")
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["Eiffel Tower completion year"]
+    assert out["answer"] == REVISED and out["verified"] is True
+    assert out["llm_calls"] == len(replies) == model.call_count
+    assert "No claim has been checked yet" in content_text(model.prompts[1][-1].content)
+    if mode == "native":
+        assert model.tool_sets == [["RequiredCritique"], ["CritiqueReport"]]
+    if mode == "text":
+        assert "at least one claim" in content_text(model.prompts[2][-1].content)
+    # Once a claim has been checked, a critique may accept the draft.
+    assert "Evidence already gathered" in content_text(model.prompts[-1][-1].content)
+
+
+def test_required_tool_choice_accepts_a_draft_when_asked_twice_in_vain():
+    search = Search()
+    replies = [DRAFT, verified("text"), verified("text")]
+    model, graph = build("text", replies, [search.tool], tool_choice="search")
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["status"] == "completed" and search.queries == []
+    assert out["llm_calls"] == 3 == model.call_count
+    assert "the search tool" in content_text(model.prompts[2][-1].content)
