@@ -439,6 +439,43 @@ def _held(observed: str, call: ToolCall) -> str:
     return _squashed(observed)
 
 
+def _last_call(
+    messages: Sequence[AnyMessage], start: int
+) -> tuple[ToolCall | None, ToolMessage | None]:
+    """The run's last tool call and its result (None when there is none yet)."""
+    last_call: ToolCall | None = None
+    result: ToolMessage | None = None
+    for message in messages[start:]:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            last_call, result = message.tool_calls[-1], None
+        elif (
+            isinstance(message, ToolMessage)
+            and last_call
+            and message.tool_call_id == last_call["id"]
+        ):
+            result = message
+    return last_call, result
+
+
+def _said(answer: str, fence: str) -> str:
+    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    return _squashed(unmarked).removeprefix("finalanswer")
+
+
+def copies_example(
+    answer: str, messages: Sequence[AnyMessage], start: int, fence: str, examples: Sequence[str]
+) -> bool:
+    """Whether a final answer is one of the worked ``examples``' answers that the last
+    tool result does not hold (beyond quoting the call's own arguments, as in "No results
+    for 'Ada Quinlan'."): a small model copying the example instead of answering."""
+    last_call, result = _last_call(messages, start)
+    if last_call is None or result is None or result.status == "error":
+        return False
+    said = _said(answer, fence)
+    observed = unfence(content_text(result.content), fence)
+    return said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
+
+
 def restated_answer(
     answer: str,
     messages: Sequence[AnyMessage],
@@ -451,26 +488,14 @@ def restated_answer(
     is that result, markers included, or is empty, the run's fence marker or the
     ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
     small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
-    the worked ``examples``' answers that the result does not hold (beyond quoting the
-    call's own arguments, as in "No results for 'Ada Quinlan'.")."""
-    last_call: ToolCall | None = None
-    result: ToolMessage | None = None
-    for message in messages[start:]:
-        if isinstance(message, AIMessage) and message.tool_calls:
-            last_call = message.tool_calls[-1]
-        elif (
-            isinstance(message, ToolMessage)
-            and last_call
-            and message.tool_call_id == last_call["id"]
-        ):
-            result = message
+    the worked ``examples``' answers (``copies_example``)."""
+    last_call, result = _last_call(messages, start)
     if last_call is None or result is None or result.status == "error":
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
-    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
-    said = _squashed(unmarked).removeprefix("finalanswer")
-    copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
+    said = _said(answer, fence)
+    copied = copies_example(answer, messages, start, fence, examples)
     if not said or said == _squashed(observed) or said in asked or copied:
         return observed or answer
     return answer
