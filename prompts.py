@@ -122,11 +122,6 @@ User request: {request}"""
 
 REQUIRE_TOOL = "Do not answer yet: first call one of the tools. Reply with a tool call only."
 
-EXAMPLE_COPIED = (
-    "That answer comes from the worked example, not from this question. Look up what this "
-    "question asks about, then answer."
-)
-
 # ---------------------------------------------------------------- Chain-of-Thought
 
 COT_SYSTEM = """You are a careful problem solver. Work through the problem step by step:

@@ -39,7 +39,6 @@ from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import (
     ToolStep,
     check_history,
-    copies_example,
     example_answers,
     interpret,
     last_result,
@@ -111,15 +110,13 @@ def build_react(
         if state.get("reformat"):
             update["reformat"] = False
         if reading.outcome == "final":
-            start, fence = state.get("transcript_start", 0), state.get("fence", "")
-            examples = example_answers(run_registry(run, state))
-            history = state["messages"]
-            if update["iterations"] < run.max_iterations and copies_example(
-                reading.answer, history, start, fence, examples
-            ):
-                ask = HumanMessage(prompts.EXAMPLE_COPIED)
-                return {**update, "messages": [reading.message, ask]}
-            answer = restated_answer(reading.answer, history, start, fence, examples=examples)
+            answer = restated_answer(
+                reading.answer,
+                state["messages"],
+                state.get("transcript_start", 0),
+                state.get("fence", ""),
+                examples=example_answers(run_registry(run, state)),
+            )
             return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":
             return update

@@ -442,19 +442,18 @@ def _held(observed: str, call: ToolCall) -> str:
 def _last_call(
     messages: Sequence[AnyMessage], start: int
 ) -> tuple[ToolCall | None, ToolMessage | None]:
-    """The run's last tool call and its result (None when there is none yet)."""
-    last_call: ToolCall | None = None
-    result: ToolMessage | None = None
+    """The run's last tool call that succeeded, and its result (None, None when none did):
+    a repeated call answered from history, say, is an error and is passed over."""
+    calls: dict[str, ToolCall] = {}
+    found: tuple[ToolCall | None, ToolMessage | None] = (None, None)
     for message in messages[start:]:
-        if isinstance(message, AIMessage) and message.tool_calls:
-            last_call, result = message.tool_calls[-1], None
-        elif (
-            isinstance(message, ToolMessage)
-            and last_call
-            and message.tool_call_id == last_call["id"]
-        ):
-            result = message
-    return last_call, result
+        if isinstance(message, AIMessage):
+            calls.update((call["id"] or "", call) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage) and message.status != "error":
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                found = (call, message)
+    return found
 
 
 def _said(answer: str, fence: str) -> str:
@@ -469,7 +468,7 @@ def copies_example(
     tool result does not hold (beyond quoting the call's own arguments, as in "No results
     for 'Ada Quinlan'."): a small model copying the example instead of answering."""
     last_call, result = _last_call(messages, start)
-    if last_call is None or result is None or result.status == "error":
+    if last_call is None or result is None:
         return False
     said = _said(answer, fence)
     observed = unfence(content_text(result.content), fence)
@@ -490,7 +489,7 @@ def restated_answer(
     small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
     the worked ``examples``' answers (``copies_example``)."""
     last_call, result = _last_call(messages, start)
-    if last_call is None or result is None or result.status == "error":
+    if last_call is None or result is None:
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}

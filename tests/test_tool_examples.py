@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs import create_react_graph, prompts
+from loopgraphs import create_react_graph
 from loopgraphs.models import writes_thoughts
 from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.parsing.text import content_text
@@ -191,25 +191,15 @@ def test_examples_stay_the_same_for_every_run_on_a_thread():
     assert f"<<tool_output {EXAMPLE_FENCE}>>" in content_text(first[3].content)
 
 
-@pytest.mark.parametrize("mode", ["native", "json", "text"])
-def test_a_copied_example_answer_is_sent_back_while_turns_are_left(mode):
-    """The model searches the example's name and answers with it: the loop says so and
-    lets it look up the question's own subject; on the last turn the result stands."""
+def test_a_copied_example_answer_after_a_repeated_call_is_the_last_result():
+    """The model repeats its search for the example's name (the loop-break answers it from
+    history, an error result) and answers with that name: the successful result before
+    the repeat is what the run found."""
     replies = [
-        act(mode, "search", {"query": "Ada Quinlan"}),
-        final(mode, "Ada Quinlan"),
-        act(mode, "search", {"query": "Quillmark Instruments"}),
-        final(mode, "Bartholomew Ixley"),
+        act("json", "search", {"query": "Ada Quinlan"}),
+        act("json", "search", {"query": "Ada Quinlan"}),
+        final("json", "Ada Quinlan"),
     ]
-    model = model_for(mode, replies)
-    graph = create_react_graph(model, get_tools(["search"]), tool_mode=mode)
+    graph = create_react_graph(model_for("json", replies), get_tools(["search"]), tool_mode="json")
     out = graph.invoke({"messages": [("user", "Who founded Quillmark Instruments?")]})
-    assert out["answer"] == "Bartholomew Ixley" and out["status"] == "completed"
-    assert out["llm_calls"] == 4 == model.call_count
-    sent_back = [m for m in out["messages"] if isinstance(m, HumanMessage)][1:]
-    assert [content_text(m.content) for m in sent_back] == [prompts.EXAMPLE_COPIED]
-
-    model = model_for(mode, replies[:2])
-    graph = create_react_graph(model, get_tools(["search"]), tool_mode=mode, max_iterations=2)
-    out = graph.invoke({"messages": [("user", "Who founded Quillmark Instruments?")]})
-    assert out["answer"] == "No results for 'Ada Quinlan'." and out["llm_calls"] == 2
+    assert out["answer"] == "No results for 'Ada Quinlan'." and out["llm_calls"] == 3
