@@ -161,7 +161,7 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
     return view
 
 
-MAX_EXAMPLES = 3
+MAX_EXAMPLES = 1
 EXAMPLE_FENCE = "example"
 
 
@@ -169,9 +169,10 @@ def example_turns(registry: ToolRegistry, question: str, mode: str) -> list[Base
     """The tools' worked examples as solved exchanges in the mode's own form, shown to
     json- and text-mode models before the conversation.
 
-    At most ``MAX_EXAMPLES`` are shown, ordered by how many words they share with the
-    question, the closest last (ties: the first registered last): a small model copies
-    the pattern it saw last. Their results are fenced with the fixed ``EXAMPLE_FENCE``
+    At most ``MAX_EXAMPLES`` are shown (one: the closest only), ordered by how many words
+    they share with the question, the closest last (ties: the first registered last): a
+    small model copies what it saw last, and with more examples SmolLM2 copied an earlier
+    example's answer into its call. Their results are fenced with the fixed ``EXAMPLE_FENCE``
     marker, not the run's, so that with the same question they are the same text in every
     run (a prefix the server's prompt cache keeps across the runs of a conversation).
     """
