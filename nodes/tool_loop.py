@@ -457,25 +457,6 @@ def _last_call(
     return found
 
 
-def _said(answer: str, fence: str) -> str:
-    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
-    return _squashed(unmarked).removeprefix("finalanswer")
-
-
-def copies_example(
-    answer: str, messages: Sequence[AnyMessage], start: int, fence: str, examples: Sequence[str]
-) -> bool:
-    """Whether a final answer is one of the worked ``examples``' answers that the last
-    tool result does not hold (beyond quoting the call's own arguments, as in "No results
-    for 'Ada Quinlan'."): a small model copying the example instead of answering."""
-    last_call, result = _last_call(messages, start)
-    if last_call is None or result is None:
-        return False
-    said = _said(answer, fence)
-    observed = unfence(content_text(result.content), fence)
-    return said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
-
-
 def restated_answer(
     answer: str,
     messages: Sequence[AnyMessage],
@@ -488,14 +469,16 @@ def restated_answer(
     is that result, markers included, or is empty, the run's fence marker or the
     ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
     small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
-    the worked ``examples``' answers (``copies_example``)."""
+    the worked ``examples``' answers that the result does not hold (beyond quoting the
+    call's own arguments, as in "No results for 'Ada Quinlan'.")."""
     last_call, result = _last_call(messages, start)
     if last_call is None or result is None:
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
-    said = _said(answer, fence)
-    copied = copies_example(answer, messages, start, fence, examples)
+    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    said = _squashed(unmarked).removeprefix("finalanswer")
+    copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
     if not said or said == _squashed(observed) or said in asked or copied:
         return observed or answer
     return answer
