@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph.message import add_messages
@@ -76,24 +76,58 @@ class OutputState(TypedDict, total=False):
     retries: Annotated[int, operator.add]
     usage: Annotated[Usage, add_usage]
     tool_mode: str
+
+
+class StructuredOutput(TypedDict, total=False):
+    """What a loop built with ``response_format`` also returns."""
+
     structured_response: Any
+
+
+class Scratch(TypedDict, total=False):
+    """A run's bookkeeping, kept in the single state key ``scratch`` (one channel instead
+    of one per value: LangGraph copies every channel whenever a router reads the state).
+
+    Attributes:
+        fence: The run's random marker around tool output.
+        transcript_start: Index of the run's first own message (earlier ones are the
+            caller's conversation).
+        iterations: Model turns of the loop's main cycle so far.
+        reviews: Human review decisions for the pending tool calls, by call id.
+        selected_tools: The tools picked by tool selection (empty: all of them).
+        reformat: A json-mode reply was unreadable and the model was asked to reformat.
+        tool_ended: A tool ended the run (``return_direct``, or ``Command(goto=END)``).
+    """
+
+    fence: str
+    transcript_start: int
+    iterations: int
+    reviews: dict[str, dict[str, Any]]
+    selected_tools: list[str]
+    reformat: bool
+    tool_ended: bool
+
+
+def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
+    """Reducer: a node's ``scratch`` update replaces the values it names."""
+    return {**(left or {}), **(right or {})}  # type: ignore[typeddict-item]
+
+
+def scratch_of(state: Mapping[str, Any]) -> Scratch:
+    """The run's bookkeeping (empty before the run has started)."""
+    return cast(Scratch, state.get("scratch") or {})
 
 
 class LoopState(OutputState, total=False):
     """Fields shared by every loop; each loop extends it with its own."""
 
-    fence: str
+    scratch: Annotated[Scratch, merge_scratch]
     remaining_steps: RemainingSteps
 
 
 class ReActState(LoopState, total=False):
-    """State of the ReAct loop (and of every loop that runs ReAct inside)."""
-
-    iterations: int
-    selected_tools: list[str]
-    reformat: bool
-    transcript_start: int
-    reviews: dict[str, dict[str, Any]]
+    """State of the ReAct loop (and of every loop that runs ReAct inside): its bookkeeping
+    lives in ``scratch``."""
 
 
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
@@ -106,9 +140,12 @@ def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     return {"llm_calls": len(message), "usage": usage}
 
 
-def run_defaults(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
+def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:
     """The values every loop starts a run with: counters at zero, status "running" (or
-    "error" when the input has no messages), no answer yet, a new fence marker."""
+    "error" when the input has no messages), no answer yet, and a new ``scratch`` with a
+    new fence marker, the transcript starting after the input, and the loop's own
+    starting ``scratch`` values."""
+    messages = state.get("messages") or []
     update: dict[str, Any] = {
         "llm_calls": 0,
         "retries": 0,
@@ -116,9 +153,9 @@ def run_defaults(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
         "status": "running",
         "answer": "",
         "error": "",
-        "fence": fence,
+        "scratch": {"fence": fence, "transcript_start": len(messages), **scratch},
     }
-    if not state.get("messages"):
+    if not messages:
         update.update(
             status="error",
             error="the input has no messages: pass {'messages': [('user', 'your question')]}",
@@ -128,15 +165,18 @@ def run_defaults(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
 
 def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """The state update of a run's first step: its own ``update`` over the run's
-    ``defaults``, with the counters overwritten (not added to) by the step's own counts,
-    so that a new run on an existing thread reports only its own calls and tokens."""
+    ``defaults``, with the counters overwritten (not added to) by the step's own counts
+    and the scratch replaced, so that a new run on an existing thread reports only its
+    own calls and tokens and keeps nothing of the last run's bookkeeping."""
     merged = {**defaults, **update}
+    merged["scratch"] = Overwrite({**defaults.get("scratch", {}), **update.get("scratch", {})})
     merged["llm_calls"] = Overwrite(int(update.get("llm_calls") or 0))
     merged["retries"] = Overwrite(int(update.get("retries") or 0))
     merged["usage"] = Overwrite(add_usage(empty_usage(), update.get("usage")))
     return merged
 
 
-def start_run(state: Mapping[str, Any], fence: str) -> dict[str, Any]:
-    """Update for a loop's first node: reset per-run counters and check the input."""
-    return opening_update(run_defaults(state, fence), {})
+def start_run(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:
+    """Update for a loop's first node: reset per-run counters and the scratch (with the
+    loop's own starting ``scratch`` values) and check the input."""
+    return opening_update(run_defaults(state, fence, **scratch), {})

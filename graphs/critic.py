@@ -39,7 +39,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
-from loopgraphs.state import LoopState, OutputState, add_usage, start_run
+from loopgraphs.state import LoopState, OutputState, add_usage, scratch_of, start_run
 
 # Graph steps that must still follow a node (see ``steps_left``).
 DRAFT_STEPS = 1  # generate
@@ -98,7 +98,6 @@ class CriticState(CriticOutput, LoopState, total=False):
     critique_data: dict[str, Any] | None
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], operator.add]
-    transcript_start: int
 
 
 def _input_text(value: Any) -> str:
@@ -151,7 +150,6 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             "critique_data": None,
             "pending": [],
             "tool_log": Overwrite([]),
-            "transcript_start": len(state.get("messages", [])),
         }
         if update["status"] == "running" and not steps_left(state, DRAFT_STEPS):
             update.update(status="max_iterations", answer="")
@@ -159,7 +157,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
     def conversation(state: dict[str, Any]) -> list[AnyMessage]:
         messages = state["messages"]
-        return list(messages[: state.get("transcript_start", len(messages))])
+        return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
@@ -181,9 +179,10 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         earlier = state.get("claims", [])
         require = run.tool_choice not in (None, "auto") and not earlier
         which = f"the {run.tool_choice} tool" if run.tool_choice in run.tools.names else "a tool"
+        fence = scratch_of(state).get("fence", "")
         evidence = (
             prompts.CRITIQUE_EVIDENCE.format(
-                results=_results(earlier, state.get("fence", ""), run.max_tool_output_chars)
+                results=_results(earlier, fence, run.max_tool_output_chars)
             )
             if earlier
             else ""
@@ -271,7 +270,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             if slots[-1] == len(calls):
                 calls.append(call)
         results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
-        fence = state.get("fence", "")
+        fence = scratch_of(state).get("fence", "")
         checked = [
             {
                 "claim": item["claim"],
@@ -293,7 +292,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         run = settings.for_run(runtime)
         number = state.get("round", 1)
         checked = [item for item in state.get("claims", []) if item.get("round") == number]
-        results = _results(checked, state.get("fence", ""), run.max_tool_output_chars)
+        results = _results(checked, scratch_of(state).get("fence", ""), run.max_tool_output_chars)
         system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
         request = HumanMessage(
             prompts.REVISE_REQUEST.format(draft=state.get("draft", ""), results=results)

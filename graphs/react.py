@@ -53,7 +53,7 @@ from loopgraphs.nodes.tool_loop import (
     tool_budget_spent,
     without_tool_calls,
 )
-from loopgraphs.state import OutputState, ReActState, run_defaults
+from loopgraphs.state import OutputState, ReActState, run_defaults, scratch_of
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -71,13 +71,8 @@ def build_react(
 
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         return {
-            **run_defaults(state, new_fence()),
-            "iterations": 0,
-            "selected_tools": [],
-            "reformat": False,
-            "reviews": {},
+            **run_defaults(state, new_fence(), iterations=0),
             "tool_mode": resolve_mode(settings.for_run(runtime)),
-            "transcript_start": len(state.get("messages", [])),
         }
 
     def select_tools(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -95,26 +90,30 @@ def build_react(
             run.chat_model, [HumanMessage(prompt)], choice, max_calls=2
         )
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
-        return {**result.state_update(), "selected_tools": chosen[:TOOL_SELECTION_MAX]}
+        return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
+        scratch = scratch_of(state)
+        if scratch.get("tool_ended"):
+            return {"status": "completed"}
+        if turns_spent(state, run):
+            return {}  # route_generated moves on to final_answer
         require = required_tool(run, state, model_default=True)
         update = yield from model_turn(run, state, state["messages"], require=require)
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):
             del update["tool_mode"]
         reading = read_reply(mode, update["messages"][0], run_registry(run, state), require=require)
-        update["iterations"] = state.get("iterations", 0) + 1
+        iterations = scratch.get("iterations", 0) + 1
+        update["scratch"] = {"iterations": iterations, "reformat": False}
         update["messages"] = [reading.message]
-        if state.get("reformat"):
-            update["reformat"] = False
         if reading.outcome == "final":
             answer = restated_answer(
                 reading.answer,
                 state["messages"],
-                state.get("transcript_start", 0),
-                state.get("fence", ""),
+                scratch.get("transcript_start", 0),
+                scratch.get("fence", ""),
                 examples=example_answers(run_registry(run, state)),
             )
             return {**update, "status": "completed", "answer": answer}
@@ -122,9 +121,10 @@ def build_react(
             return update
         if require:
             return {**update, "messages": [reading.message, HumanMessage(prompts.REQUIRE_TOOL)]}
-        if mode == "json" and not state.get("reformat"):
+        if mode == "json" and not scratch.get("reformat"):
             ask = HumanMessage(prompts.REFORMAT_ACTION)
-            return {**update, "messages": [reading.message, ask], "reformat": True}
+            update["scratch"]["reformat"] = True
+            return {**update, "messages": [reading.message, ask]}
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
         return {**update, "status": "completed", "answer": reading.answer}
@@ -138,7 +138,8 @@ def build_react(
         answer = step.answer if step.kind == "final" else ""
         if not answer and step.kind == "none":
             answer = final_answer_of(content_text(reply.content))
-        start, fence = state.get("transcript_start", 0), state.get("fence", "")
+        scratch = scratch_of(state)
+        start, fence = scratch.get("transcript_start", 0), scratch.get("fence", "")
         examples = example_answers(run_registry(run, state))
         answer = restated_answer(answer, state["messages"], start, fence, examples=examples)
         if not answer:
@@ -147,7 +148,7 @@ def build_react(
 
     def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        start = state.get("transcript_start", 0)
+        start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
         question = content_text(state["messages"][start - 1].content) if start else ""
         prompt = [
@@ -162,16 +163,12 @@ def build_react(
         text = content_text(reply.content).strip()
         return {**update, "answer": text or state.get("answer", "")}
 
-    def next_turn(state: dict[str, Any], runtime: Runtime[Any]) -> str:
-        run = settings.for_run(runtime)
-        if state.get("iterations", 0) >= run.max_iterations or not steps_left(
-            state, STEPS_TO_FINISH
-        ):
-            return "final_answer"
-        return "generate"
-
-    def done() -> str:
-        return "synthesize" if synthesize_answer else END
+    def turns_spent(state: dict[str, Any], run: LoopSettings) -> bool:
+        return (
+            scratch_of(state).get("iterations", 0) >= run.max_iterations
+            or not steps_left(state, STEPS_TO_FINISH)
+            or tool_budget_spent(run, state)
+        )
 
     def route_start(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         messages = state.get("messages", [])
@@ -185,19 +182,17 @@ def build_react(
         return first
 
     def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str:
-        if state.get("status") == "completed":
-            return done() if state.get("iterations", 0) > 1 else END
         last = state["messages"][-1]
-        if isinstance(last, AIMessage) and last.tool_calls:
-            return "review" if needs_review(settings.for_run(runtime), state) else "call_tool"
-        return next_turn(state, runtime)
-
-    def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         if state.get("status") == "completed":
-            return END
-        if tool_budget_spent(settings.for_run(runtime), state):
-            return "final_answer"
-        return next_turn(state, runtime)
+            # An answer the model wrote after using tools may be rewritten by synthesis;
+            # one a tool ended the run with stands as it is.
+            scratch = scratch_of(state)
+            used_tools = scratch.get("iterations", 0) > 1 and not scratch.get("tool_ended")
+            return "synthesize" if synthesize_answer and used_tools else END
+        run = settings.for_run(runtime)
+        if isinstance(last, AIMessage) and last.tool_calls:
+            return "review" if needs_review(run, state) else "call_tool"
+        return "final_answer" if turns_spent(state, run) else "generate"
 
     builder = new_graph(ReActState, OutputState, options or {})
     policy = settings.retry_policy
@@ -215,7 +210,7 @@ def build_react(
         route_generated,
         [*review, "call_tool", "generate", "final_answer", *finish],
     )
-    route(builder, "call_tool", route_tools, ["generate", "final_answer"])
+    builder.add_edge("call_tool", "generate")
     if review:
         builder.add_node("review", review_node(settings))
         builder.add_edge("review", "call_tool")

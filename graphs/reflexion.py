@@ -47,7 +47,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.nodes.tool_loop import resolve_mode
-from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.state import LoopState, OutputState, scratch_of, start_run
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
@@ -69,7 +69,6 @@ class ReflexionState(ReflexionOutput, LoopState, total=False):
     """State of Reflexion."""
 
     request: str
-    transcript_start: int
 
 
 class Evaluation(BaseModel):
@@ -200,7 +199,6 @@ def build_reflexion(
         return {
             **start_run(state, new_fence()),
             "request": question_text(messages),
-            "transcript_start": len(messages),
             "episode": 0,
             "reflections": [],
             "evaluations": [],
@@ -210,7 +208,7 @@ def build_reflexion(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         messages = state["messages"]
-        conversation = messages[: state.get("transcript_start", len(messages))]
+        conversation = messages[: scratch_of(state).get("transcript_start", len(messages))]
         episode_input = with_reflections(conversation, state.get("reflections") or [])
         out, spent = yield from react.run(runtime, state, episode_input)
         answers = list(state.get("episode_answers") or [])

@@ -39,7 +39,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.tool_loop import ToolStep, bound_model, coerce_args, resolve_mode
-from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.state import LoopState, OutputState, scratch_of, start_run
 
 # Graph steps that must still follow a node for each route to end within the recursion
 # limit (see ``steps_left``).
@@ -57,14 +57,12 @@ class SelfAskOutput(OutputState, total=False):
 
 
 class SelfAskState(SelfAskOutput, LoopState, total=False):
-    """State of the Self-Ask loop: ``iterations`` counts the loop's model calls,
-    ``pending`` holds the tool calls of the current turn and ``tool_log`` the run's
-    tool calls and results (for the loop-break and ``max_tool_calls``)."""
+    """State of the Self-Ask loop: ``pending`` holds the tool calls of the current turn
+    and ``tool_log`` the run's tool calls and results (for the loop-break and
+    ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls."""
 
-    iterations: int
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], operator.add]
-    transcript_start: int
 
 
 def _without_calls(message: AIMessage) -> AIMessage:
@@ -147,13 +145,11 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence()),
+            **start_run(dict(state), new_fence(), iterations=0),
             "tool_mode": resolve_mode(run),
             "follow_ups": [],
-            "iterations": 0,
             "pending": [],
             "tool_log": Overwrite([]),
-            "transcript_start": len(state.get("messages", [])),
         }
         if update["status"] == "running" and not steps_left(state, START_STEPS):
             update.update(status="max_iterations", answer="")
@@ -183,7 +179,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         update = yield from model_turn(run, state, state["messages"])
-        return {**update, "iterations": state.get("iterations", 0) + 1}
+        return {**update, "scratch": {"iterations": scratch_of(state).get("iterations", 0) + 1}}
 
     def required(run: LoopSettings, state: Mapping[str, Any]) -> str | None:
         """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
@@ -195,7 +191,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         return None if answered else choice
 
     def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
-        return state.get("iterations", 0) < run.max_iterations and steps_left(state, TURN_STEPS)
+        made = scratch_of(state).get("iterations", 0)
+        return made < run.max_iterations and steps_left(state, TURN_STEPS)
 
     def parse(state: SelfAskState, runtime: Runtime[Any]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -209,6 +206,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
         update: dict[str, Any] = {"follow_ups": follow_ups, "pending": []}
         has_tools = mode != "none" and len(run.tools) > 0
+        turn_number = scratch_of(state).get("iterations", 0)
         if turn.kind == "final" and has_tools and mode != "native" and _open(turn, follow_ups):
             # The tools answer follow-ups: a reply answering its own new question is cut
             # where the tool's answer belongs, and its final line waits for that answer.
@@ -228,7 +226,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if has_tools and native_calls:
             pending = [
                 {
-                    "id": call.get("id") or f"call_{state.get('iterations', 0)}_{index}",
+                    "id": call.get("id") or f"call_{turn_number}_{index}",
                     "name": call["name"],
                     "args": call["args"],
                     "question": turn.question
@@ -244,7 +242,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             args = turn.tool_input if turn.kind == "tool" else turn.question
             pending = [
                 {
-                    "id": f"call_{state.get('iterations', 0)}",
+                    "id": f"call_{turn_number}",
                     "name": name,
                     "args": args,
                     "question": turn.question or _args_text(args),
@@ -278,7 +276,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             for p in pending
         ]
         results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
-        fence = state.get("fence", "")
+        fence = scratch_of(state).get("fence", "")
         follow_ups = [
             *state.get("follow_ups", []),
             *(

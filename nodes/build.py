@@ -30,7 +30,7 @@ from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.state import InputState, OutputState
+from loopgraphs.state import InputState, OutputState, StructuredOutput
 
 Router = Callable[..., str | list[Send]]
 
@@ -172,11 +172,12 @@ def compile_loop(
 def _with_structured_response(
     loop: StateGraph[Any, Any, Any, Any], settings: LoopSettings, name: str
 ) -> StateGraph[Any, Any, Any, Any]:
+    state, output = loop.state_schema, loop.output_schema
     outer: StateGraph[Any, Any, Any, Any] = StateGraph(
-        loop.state_schema,
+        merged(state.__name__, state, StructuredOutput),
         context_schema=loop.context_schema,
         input_schema=loop.input_schema,
-        output_schema=loop.output_schema,
+        output_schema=merged(output.__name__, output, StructuredOutput),
     )
     outer.add_node(name, loop.compile(name=name))
 

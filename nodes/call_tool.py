@@ -11,7 +11,12 @@ each call (``wrap_tool_call`` / ``awrap_tool_call``) to add what the loops promi
 - a call identical to an earlier successful call of the run is answered from history
   (the loop-break; failed calls run again; ``loop_break=False`` turns it off);
 - a per-run tool-call budget: calls past it are answered, never run;
-- human review decisions (edit, reject, respond) are applied.
+- human review decisions (edit, reject, respond) are applied;
+- a tool returning ``Command(goto=END)`` ends the run: its update also sets ``answer``
+  and ``tool_ended`` in the run's ``scratch`` (the loop finishes the run on it).
+
+The guard reads the run's ``fence``, ``transcript_start`` and ``reviews`` from the
+state's ``scratch`` (``loopgraphs.state.Scratch``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
+from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolResult = ToolMessage | Command
@@ -93,6 +99,12 @@ def describe_tool_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _same_args(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
+    """Whether two calls have the same arguments (as ``call_key`` sees them); the plain
+    comparison first, as it is much cheaper and almost always tells them apart."""
+    return bool(left["args"] == right["args"]) and call_key(left) == call_key(right)
+
+
 def run_calls(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall]:
     """Every tool call the model made in this run (after message ``start``), in order."""
     for message in messages[start:]:
@@ -119,8 +131,9 @@ class ToolGuard:
     def before(self, request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
         """The request to run, or the answer given without running the tool."""
         state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
+        scratch = scratch_of(state)
         call = request.tool_call
-        decision = (state.get("reviews") or {}).get(call["id"])
+        decision = (scratch.get("reviews") or {}).get(call["id"] or "")
         answered = answer_without_running(call, decision)
         if answered is not None:
             return answered
@@ -136,7 +149,7 @@ class ToolGuard:
         if self.max_tool_calls is None and not self.loop_break:
             return request
         messages = state.get("messages") or []
-        start = int(state.get("transcript_start") or 0)
+        start = int(scratch.get("transcript_start") or 0)
         last = next(
             (
                 i
@@ -145,28 +158,33 @@ class ToolGuard:
             ),
             len(messages),
         )
-        current = messages[last].tool_calls if last < len(messages) else []
-        index = next((i for i, c in enumerate(current) if c["id"] == call["id"]), len(current))
-        earlier = [*run_calls(messages[:last], start), *current[:index]]
-        if self.max_tool_calls is not None and len(earlier) >= self.max_tool_calls:
+        made, same = 0, []  # calls of the run before this one; those identical to it
+        for position in range(start, last + 1):
+            message = messages[position] if position < len(messages) else None
+            if not isinstance(message, AIMessage):
+                continue
+            for earlier in message.tool_calls:
+                if position == last and earlier["id"] == call["id"]:
+                    break
+                made += 1
+                if earlier["name"] == call["name"] and _same_args(earlier, call):
+                    same.append(earlier)
+        if self.max_tool_calls is not None and made >= self.max_tool_calls:
             return _error(
                 call,
                 f"Not run: this run's budget of {self.max_tool_calls} tool calls is used up. "
                 "Answer with what you have.",
             )
-        if self.loop_break:
-            repeated = self._repeated(call, earlier, messages[start:last])
+        if self.loop_break and same:
+            repeated = self._repeated(call, same, messages[start:last])
             if repeated is not None:
                 return repeated
         return request
 
     def _repeated(
-        self, call: ToolCall, earlier: Sequence[ToolCall], log: Sequence[AnyMessage]
+        self, call: ToolCall, same: Sequence[ToolCall], log: Sequence[AnyMessage]
     ) -> ToolMessage | None:
-        key = call_key(call)
-        for previous in earlier:
-            if previous["name"] != call["name"] or call_key(previous) != key:
-                continue
+        for previous in same:
             result = next(
                 (
                     m
@@ -192,7 +210,8 @@ class ToolGuard:
 
     def after(self, request: ToolCallRequest, result: Any) -> Any:
         """Fence and truncate tool output; refuse a ``goto`` the loop cannot honour."""
-        fence = (request.state or {}).get("fence", "") if isinstance(request.state, Mapping) else ""
+        state = request.state if isinstance(request.state, Mapping) else {}
+        fence = scratch_of(state).get("fence", "")
         if isinstance(result, list):
             return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
@@ -222,7 +241,7 @@ class ToolGuard:
                 ),
                 "",
             )
-            update = {**(update or {}), "status": "completed", "answer": answer}
+            update = {**(update or {}), "scratch": {"tool_ended": True}, "answer": answer}
             return dataclasses.replace(result, update=update, goto=())
         return dataclasses.replace(result, update=update)
 

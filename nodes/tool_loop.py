@@ -53,7 +53,7 @@ from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
 from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings, load_context
-from loopgraphs.state import counted
+from loopgraphs.state import counted, scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 from loopgraphs.toolkits.search import STOP_WORDS
 
@@ -72,7 +72,7 @@ def resolve_mode(settings: LoopSettings) -> str:
 
 def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegistry:
     """The tools of this run, narrowed by tool selection when it ran."""
-    selected = state.get("selected_tools")
+    selected = scratch_of(state).get("selected_tools")
     return settings.tools.subset(selected) if selected else settings.tools
 
 
@@ -132,7 +132,8 @@ def required_tool(
         choice = default_tool_choice(settings.chat_model)
     if choice in (None, "auto") or not settings.tools:
         return None
-    made = next(run_calls(state.get("messages") or [], state.get("transcript_start") or 0), None)
+    start = scratch_of(state).get("transcript_start") or 0
+    made = next(run_calls(state.get("messages") or [], start), None)
     return None if made is not None else choice
 
 
@@ -487,9 +488,10 @@ def restated_answer(
 def last_result(state: Mapping[str, Any]) -> str:
     """The run's last successful tool result, without its fence markers ("" if none)."""
     messages = state.get("messages") or []
-    for message in reversed(messages[state.get("transcript_start") or 0 :]):
+    scratch = scratch_of(state)
+    for message in reversed(messages[scratch.get("transcript_start") or 0 :]):
         if isinstance(message, ToolMessage) and message.status != "error":
-            return unfence(content_text(message.content), state.get("fence", ""))
+            return unfence(content_text(message.content), scratch.get("fence", ""))
     return ""
 
 
@@ -519,9 +521,8 @@ def tool_budget_spent(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
     """Whether the run has made all the tool calls ``max_tool_calls`` allows."""
     if settings.max_tool_calls is None:
         return False
-    made = sum(
-        1 for _ in run_calls(state.get("messages") or [], state.get("transcript_start") or 0)
-    )
+    start = scratch_of(state).get("transcript_start") or 0
+    made = sum(1 for _ in run_calls(state.get("messages") or [], start))
     return made >= settings.max_tool_calls
 
 
@@ -533,7 +534,7 @@ def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
         about = {
             tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools
         }
-        return {"reviews": ask_reviewer(run.review, state["messages"][-1], about)}
+        return {"scratch": {"reviews": ask_reviewer(run.review, state["messages"][-1], about)}}
 
     return review
 
@@ -591,12 +592,14 @@ class ToolStep:
 
         Returns:
             One ``ToolMessage`` per call, in order, and the other state updates that
-            tools returned in ``Command``s.
+            tools returned in ``Command``s (a tool that ended the run sets ``answer`` and
+            ``status="completed"``).
         """
         request = AIMessage(content="", tool_calls=list(calls))
         about = {tool.name: (tool.description.splitlines() or [""])[0] for tool in run.tools}
         reviews = ask_reviewer(run.review, request, about) if run.review else {}
-        view = {**state, "messages": [*log, request], "transcript_start": 0, "reviews": reviews}
+        scratch = {**scratch_of(state), "transcript_start": 0, "reviews": reviews}
+        view = {**state, "messages": [*log, request], "scratch": scratch}
         output = yield ToolsCall(self.node_for(run), view, run)
         results: dict[str, ToolMessage] = {}
         extra: dict[str, Any] = {}
@@ -609,6 +612,9 @@ class ToolStep:
                 for message in value:
                     if isinstance(message, ToolMessage):
                         results[message.tool_call_id] = message
+        if scratch_of(extra).get("tool_ended"):
+            del extra["scratch"]
+            extra["status"] = "completed"
         ordered = [
             results.get(call["id"] or "")
             or ToolMessage(
@@ -692,8 +698,8 @@ def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> 
         for message in messages:
             tool = run.tools.get(getattr(message, "name", "") or "")
             if tool is not None and tool.return_direct and message.status != "error":
-                answer = unfence(content_text(message.content), state.get("fence", ""))
-                finish = {"status": "completed", "answer": answer}
+                answer = unfence(content_text(message.content), scratch_of(state).get("fence", ""))
+                finish = {"scratch": {"tool_ended": True}, "answer": answer}
                 if isinstance(output, dict):
                     return {**output, **finish}
                 return [*updates, Command(update=finish)]

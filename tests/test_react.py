@@ -308,14 +308,15 @@ def test_each_run_on_a_thread_reports_only_its_own_calls(mode):
     model, graph = build(mode, replies, max_iterations=2, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     first = graph.invoke({"messages": [("user", "2*3?")]}, config)
-    fence = graph.get_state(config).values["fence"]
+    fence = graph.get_state(config).values["scratch"]["fence"]
     second = graph.invoke({"messages": [("user", "4*5?")]}, config)
     assert (first["answer"], first["status"], first["llm_calls"]) == ("6", "completed", 2)
     assert (second["answer"], second["status"], second["llm_calls"]) == ("20", "completed", 2)
     replies_of_second = [m for m in second["messages"][4:] if isinstance(m, AIMessage)]
     spent = sum(m.usage_metadata["input_tokens"] for m in replies_of_second)
     assert second["usage"]["input_tokens"] == spent and model.call_count == 4
-    assert len(second["messages"]) == 8 and graph.get_state(config).values["fence"] != fence
+    assert len(second["messages"]) == 8
+    assert graph.get_state(config).values["scratch"]["fence"] != fence
 
 
 def test_a_run_left_unfinished_does_not_leak_into_the_next():
@@ -326,7 +327,12 @@ def test_a_run_left_unfinished_does_not_leak_into_the_next():
     config = {"configurable": {"thread_id": "t"}}
     graph.update_state(
         config,
-        {"messages": [("user", "old")], "status": "running", "iterations": 10, "llm_calls": 7},
+        {
+            "messages": [("user", "old")],
+            "status": "running",
+            "scratch": {"iterations": 10},
+            "llm_calls": 7,
+        },
         as_node="select_tools",
     )
     out = graph.invoke({"messages": [("user", "new")]}, config)
@@ -359,7 +365,7 @@ def test_tool_selection_above_twelve_tools():
     selection = calls(tool_call("ToolSelection", {"tools": ["tool_3", "tool_7"]}))
     model, graph = build("native", [selection, final("native", "done")], tools=numbered_tools(15))
     out = graph.invoke({"messages": [("user", "use tool 3")]})
-    assert "selected_tools" not in out
+    assert "scratch" not in out and "selected_tools" not in out
     assert model.tool_sets[-1] == ["tool_3", "tool_7"]
     assert out["llm_calls"] == 2
 
