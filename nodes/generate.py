@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -39,12 +40,19 @@ def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessa
     return user if isinstance(user, SystemMessage) else SystemMessage(user)
 
 
+@lru_cache(maxsize=64)
+def _system(text: str) -> SystemMessage:
+    """A system message made once per text (the loops' instructions are a few fixed texts;
+    a message is never changed once made)."""
+    return SystemMessage(text)
+
+
 def system_message(settings: LoopSettings, state: Mapping[str, Any], text: str) -> SystemMessage:
     """The caller's ``system_prompt`` followed by a loop's own instructions ``text``, as
     one system message (stable within a run, for prompt caching)."""
     user = user_system(settings, state)
     if user is None:
-        return SystemMessage(text)
+        return _system(text)
     if isinstance(user.content, list):
         return SystemMessage([*user.content, {"type": "text", "text": text}])
     return SystemMessage(f"{user.content}\n\n{text}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,23 +31,32 @@ from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.settings import load_context
 from loopgraphs.state import opening_update
 
+# LangGraph runs a node with the node's config as the current context (async nodes too,
+# from Python 3.11), where a model call finds it: passing it again only makes LangChain
+# merge two copies of it on every call. Python 3.10 needs it passed to async calls.
+PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
+
 
 @dataclass(frozen=True)
 class ModelCall:
-    """One call of a chat model (or a runnable built on one) with a list of messages."""
+    """One call of a chat model (or a runnable built on one) with a list of messages.
+
+    The call runs in the node's config (the current context: callbacks, streaming and
+    tracing see it as the node's child run)."""
 
     runnable: Runnable[Any, Any]
     messages: Sequence[BaseMessage]
 
     def invoke(self, config: RunnableConfig) -> Any:
         try:
-            return self.runnable.invoke(list(self.messages), config)
+            return self.runnable.invoke(list(self.messages))
         except Exception as exc:
             return _truncated_reply(exc)
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
         try:
-            return await self.runnable.ainvoke(list(self.messages), config)
+            passed = config if PASS_ASYNC_CONFIG else None
+            return await self.runnable.ainvoke(list(self.messages), passed)
         except Exception as exc:
             return _truncated_reply(exc)
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from langchain_core.messages import (
@@ -76,9 +77,11 @@ def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegist
     return settings.tools.subset(selected) if selected else settings.tools
 
 
+@lru_cache(maxsize=64)
 def react_instructions(registry: ToolRegistry, mode: str, *, thoughts: bool = True) -> str:
     """The ReAct loop's own system instructions for one mode (stable, for prompt caching);
-    ``thoughts=False`` describes json steps without the ``thought`` field."""
+    ``thoughts=False`` describes json steps without the ``thought`` field. Made once per
+    tool set, mode and form (a registry does not change)."""
     if mode == "none" or not registry:
         return prompts.CHAT_SYSTEM
     if mode == "native":
@@ -292,6 +295,8 @@ def model_turn(
         system = system_message(
             settings, state, react_instructions(registry, mode, thoughts=thoughts)
         )
+        if mode not in ("json", "text"):
+            return [system, *history]
         examples = example_turns(registry, _first_question(state, history), mode)
         return [system, *examples, *model_view(history, mode)]
 
