@@ -11,7 +11,7 @@ import operator
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, cast
 
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from langgraph.types import Overwrite
@@ -97,10 +97,13 @@ class Scratch(TypedDict, total=False):
         selected_tools: The tools picked by tool selection (empty: all of them).
         reformat: A json-mode reply was unreadable and the model was asked to reformat.
         tool_ended: A tool ended the run (``return_direct``, or ``Command(goto=END)``).
+        seen: Id of the last human message the run has taken in (its input, or one the
+            loop or a tool added), see ``starts_run``.
     """
 
     fence: str
     transcript_start: int
+    seen: str
     iterations: int
     reviews: dict[str, dict[str, Any]]
     selected_tools: list[str]
@@ -153,7 +156,12 @@ def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[s
         "status": "running",
         "answer": "",
         "error": "",
-        "scratch": {"fence": fence, "transcript_start": len(messages), **scratch},
+        "scratch": {
+            "fence": fence,
+            "transcript_start": len(messages),
+            "seen": messages[-1].id if messages else "",
+            **scratch,
+        },
     }
     if not messages:
         update.update(
@@ -161,6 +169,18 @@ def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[s
             error="the input has no messages: pass {'messages': [('user', 'your question')]}",
         )
     return update
+
+
+def starts_run(state: Mapping[str, Any]) -> bool:
+    """Whether a loop's step starts a new run: when no run is going on (the thread is new,
+    or its last run finished), and when the conversation ends with a human message the
+    running one has not taken in (new input after a run that stopped without finishing,
+    cancelled say)."""
+    if state.get("status") != "running":
+        return True
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    return isinstance(last, HumanMessage) and last.id != scratch_of(state).get("seen")
 
 
 def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,14 +18,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Send
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.generate import call_model, loop_prompt
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
@@ -70,6 +69,7 @@ def build_react(
     """The uncompiled ReAct graph for ``settings`` (reused inside other loops)."""
 
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        check_history(state.get("messages") or [])
         return {
             **run_defaults(state, new_fence(), iterations=0),
             "tool_mode": resolve_mode(settings.for_run(runtime)),
@@ -97,8 +97,8 @@ def build_react(
         scratch = scratch_of(state)
         if scratch.get("tool_ended"):
             return {"status": "completed"}
-        if turns_spent(state, run):
-            return {}  # route_generated moves on to final_answer
+        if needs_selection(state, run) or turns_spent(state, run):
+            return {}  # route_generated moves on to select_tools or final_answer
         require = required_tool(run, state, model_default=True)
         update = yield from model_turn(run, state, state["messages"], require=require)
         mode = update["tool_mode"]
@@ -120,10 +120,12 @@ def build_react(
         if reading.outcome == "tools":
             return update
         if require:
-            return {**update, "messages": [reading.message, HumanMessage(prompts.REQUIRE_TOOL)]}
+            ask = loop_prompt(prompts.REQUIRE_TOOL)
+            update["scratch"]["seen"] = ask.id
+            return {**update, "messages": [reading.message, ask]}
         if mode == "json" and not scratch.get("reformat"):
-            ask = HumanMessage(prompts.REFORMAT_ACTION)
-            update["scratch"]["reformat"] = True
+            ask = loop_prompt(prompts.REFORMAT_ACTION)
+            update["scratch"].update(reformat=True, seen=ask.id)
             return {**update, "messages": [reading.message, ask]}
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
@@ -170,16 +172,11 @@ def build_react(
             or tool_budget_spent(run, state)
         )
 
-    def route_start(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        messages = state.get("messages", [])
-        check_history(messages)
-        many = len(settings.for_run(runtime).tools) > TOOL_SELECTION_THRESHOLD
-        first = "select_tools" if many and messages else "generate"
-        if state.get("status") == "running":
-            # A run on this thread stopped without finishing (cancelled, say): its
-            # first step must start this run afresh, so it gets the state as not running.
-            return [Send(first, {**state, "status": "restarting"})]
-        return first
+    def needs_selection(state: dict[str, Any], run: LoopSettings) -> bool:
+        """Above 12 tools a run picks its tools first (before its first model turn)."""
+        return len(run.tools) > TOOL_SELECTION_THRESHOLD and (
+            "selected_tools" not in scratch_of(state)
+        )
 
     def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         last = state["messages"][-1]
@@ -192,23 +189,27 @@ def build_react(
         run = settings.for_run(runtime)
         if isinstance(last, AIMessage) and last.tool_calls:
             return "review" if needs_review(run, state) else "call_tool"
+        if needs_selection(state, run):
+            return "select_tools"
         return "final_answer" if turns_spent(state, run) else "generate"
 
     builder = new_graph(ReActState, OutputState, options or {})
     policy = settings.retry_policy
-    add_step(builder, "select_tools", select_tools, policy, begin=begin)
+    add_step(builder, "select_tools", select_tools, policy)
     add_step(builder, "generate", generate, policy, begin=begin)
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, policy)
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
-    route(builder, START, route_start, ["select_tools", "generate"], end_on_error=False)
+    # Each run starts in generate, which sets the run up in its first step (see
+    # ``loopgraphs.nodes.runner.opening``): no router reads the state at the start.
+    builder.add_edge(START, "generate")
     route(builder, "select_tools", lambda state: "generate", ["generate"])
     route(
         builder,
         "generate",
         route_generated,
-        [*review, "call_tool", "generate", "final_answer", *finish],
+        ["select_tools", *review, "call_tool", "generate", "final_answer", *finish],
     )
     builder.add_edge("call_tool", "generate")
     if review:

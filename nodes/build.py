@@ -10,7 +10,7 @@ conditional edge whose router first ends the run on an error.
 from __future__ import annotations
 
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -28,7 +28,7 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
-from loopgraphs.nodes.settings import LoopSettings, load_context
+from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import InputState, OutputState, StructuredOutput
 
@@ -80,39 +80,25 @@ def route(
     source: str,
     router: Router,
     targets: Sequence[str],
-    *,
-    end_on_error: bool = True,
 ) -> None:
-    """Add a conditional edge from ``source``: the run ends when its status is "error"
-    (unless ``end_on_error=False``, for the edge from ``START``, where the status is the
-    last run's), otherwise ``router(state)`` (or ``router(state, runtime)``) names the
-    next node, or returns ``Send`` packets for a fan-out into ``targets``.
+    """Add a conditional edge from ``source``: the run ends when its status is "error",
+    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
+    returns ``Send`` packets for a fan-out into ``targets``.
 
     The router runs as LangGraph's own callable without tracing, in the caller's thread
     also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
     def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        if end_on_error and state.get("status") == "error":
-            return END
-        return router(state, runtime)
+        return END if state.get("status") == "error" else router(state, runtime)
 
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:
-        return END if end_on_error and state.get("status") == "error" else router(state)
+        return END if state.get("status") == "error" else router(state)
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
-    load_then_route: Callable[..., Awaitable[str | list[Send]]] | None = None
-    if source == START and guarded is with_runtime:
-        # Nothing has loaded the run context's model and tools yet when the run starts;
-        # under ainvoke that (blocking) loading must not happen on the event loop.
-        async def load_then_route(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-            await load_context(runtime)
-            return with_runtime(state, runtime)
-
-    path = RunnableCallable(guarded, load_then_route, name=router.__name__, trace=False)
-    ends = [END] if end_on_error else []
-    builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, *ends])))
+    path = RunnableCallable(guarded, None, name=router.__name__, trace=False)
+    builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 
 
 def while_running(target: str) -> Router:

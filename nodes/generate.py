@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Generator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
 from loopgraphs.nodes.parsing.text import content_text
@@ -38,6 +39,13 @@ def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessa
             f"system_prompt returned {type(user).__name__}; expected a string or SystemMessage"
         )
     return user if isinstance(user, SystemMessage) else SystemMessage(user)
+
+
+def loop_prompt(text: str) -> HumanMessage:
+    """A user-role message the loop itself adds to the transcript (asking the model to call
+    a tool, say), with an id of its own so that the run knows it wrote it (see
+    ``loopgraphs.state.starts_run``)."""
+    return HumanMessage(text, id=str(uuid.uuid4()))
 
 
 @lru_cache(maxsize=64)

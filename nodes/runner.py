@@ -29,7 +29,7 @@ from langgraph.types import RetryPolicy
 from loopgraphs.nodes.errors import describe_error, should_reraise
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.settings import load_context
-from loopgraphs.state import opening_update
+from loopgraphs.state import opening_update, starts_run
 
 # LangGraph runs a node with the node's config as the current context (async nodes too,
 # from Python 3.11), where a model call finds it: passing it again only makes LangChain
@@ -285,17 +285,17 @@ def add_step(
 def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:
     """Logic that starts the run when it is the run's first step, saving a superstep.
 
-    A step is the first when the run's status is not "running" (a new run on a fresh or
-    finished thread). ``begin(state, runtime)`` gives the run's starting values (see
-    ``loopgraphs.state.run_defaults``); the logic reads the state with them applied, and
-    its update is written over them with the counters reset. When ``begin`` reports an
-    error (no input messages, say) the logic does not run.
+    Which step is the first, ``loopgraphs.state.starts_run`` tells. ``begin(state,
+    runtime)`` gives the run's starting values (see ``loopgraphs.state.run_defaults``); the
+    logic reads the state with them applied, and its update is written over them with the
+    counters reset. When ``begin`` reports an error (no input messages, say) the logic
+    does not run.
     """
 
     def first_or_next(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
     ) -> Logic:
-        if state.get("status") == "running":
+        if not starts_run(state):
             return (yield from logic(state, config, runtime))
         defaults = begin(state, runtime)
         if defaults.get("status") == "error":

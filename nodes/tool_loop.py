@@ -636,8 +636,9 @@ class ToolStep:
 class RunToolNode(ToolNode):
     """The ``call_tool`` node: a ``ToolNode`` for the factory's tools (so the graph holds
     LangGraph's own node, one runnable layer), which hands a run whose context brings
-    other tools to the ``ToolNode`` for those, runs async-only tools under ``invoke``, and
-    ends the run after a successful ``return_direct`` tool."""
+    other tools to the ``ToolNode`` for those, runs async-only tools under ``invoke``,
+    ends the run after a successful ``return_direct`` tool, and notes a human message
+    that a tool added as part of the run."""
 
     def __init__(self, step: ToolStep, name: str) -> None:
         guard = step.guard_for(step.settings)
@@ -650,7 +651,7 @@ class RunToolNode(ToolNode):
             output = invoke_tools(self.step.node_for(run), run, input, config)
         else:
             output = super()._func(input, config, runtime)
-        return _return_direct(run, input, output)
+        return _noted_human(_return_direct(run, input, output))
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
         await load_context(runtime)
@@ -659,7 +660,7 @@ class RunToolNode(ToolNode):
             output = await super()._afunc(input, config, runtime)
         else:
             output = await self.step.node_for(run).ainvoke(input, config)
-        return _return_direct(run, input, output)
+        return _noted_human(_return_direct(run, input, output))
 
 
 def _async_only(tool: Any) -> bool:
@@ -709,3 +710,23 @@ def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> 
                     return {**output, **finish}
                 return [*updates, Command(update=finish)]
     return output
+
+
+def _noted_human(output: Any) -> Any:
+    """A tool step's output, noting a human message that a tool added (in a ``Command``)
+    as taken in by the run (``scratch.seen``), so that the next step continues the run
+    instead of taking the message for new input (see ``loopgraphs.state.starts_run``)."""
+    updates = output if isinstance(output, list) else [output]
+    seen = None
+    for update in updates:
+        values = update.update if isinstance(update, Command) else update
+        for message in values.get("messages") or [] if isinstance(values, dict) else []:
+            if isinstance(message, HumanMessage):
+                # LangGraph gives a message without an id one in place when it stores it;
+                # giving it now lets the run know which one it is.
+                message.id = message.id or str(uuid.uuid4())
+                seen = message.id
+    if seen is None:
+        return output
+    note = {"scratch": {"seen": seen}}
+    return {**output, **note} if isinstance(output, dict) else [*updates, Command(update=note)]

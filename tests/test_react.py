@@ -6,11 +6,13 @@ import functools
 import threading
 import time
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes import settings as settings_module
@@ -339,6 +341,30 @@ def test_a_run_left_unfinished_does_not_leak_into_the_next():
     assert (out["answer"], out["status"], out["llm_calls"]) == ("done", "completed", 2)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_human_message_a_tool_adds_does_not_start_a_new_run(mode):
+    """A new run starts when the conversation ends with a human message the run has not
+    taken in (new input); one that a tool adds through a Command is part of the run."""
+
+    @tool
+    def ask_back(question: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Pass a question back to the conversation."""
+        reply = ToolMessage("passed on", tool_call_id=tool_call_id)
+        return Command(update={"messages": [reply, HumanMessage(f"Note: {question}")]})
+
+    replies = [act(mode, "ask_back", {"question": "units?"}), final(mode, "metres")]
+    model, graph = build(mode, replies, tools=[ask_back], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"messages": [("user", "How far?")]}, config)
+    assert (out["answer"], out["status"], out["llm_calls"]) == ("metres", "completed", 2)
+    assert model.call_count == 2
+    scratch = graph.get_state(config).values["scratch"]
+    assert scratch["iterations"] == 2 and scratch["transcript_start"] == 1
+    assert scratch["seen"] == next(
+        m.id for m in out["messages"] if content_text(m.content) == "Note: units?"
+    )
+
+
 def test_a_failing_first_step_counts_only_its_own_run():
     replies = [final("native", "first"), ProviderError(400, "bad request")]
     model, graph = build("native", replies, checkpointer=InMemorySaver())
@@ -434,6 +460,7 @@ def test_required_tool_choice_makes_the_model_call_a_tool_first(mode):
     model, graph = build(mode, replies, tool_choice="required")
     out = graph.invoke({"messages": [("user", "6*7?")]})
     assert out["status"] == "completed" and out["answer"] == "42"
+    assert out["llm_calls"] == len(replies) == model.call_count
     assert [m.name for m in out["messages"] if isinstance(m, ToolMessage)] == ["multiply"]
     if mode == "native":
         assert model.tool_choices == ["required", None]
