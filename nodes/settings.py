@@ -136,7 +136,7 @@ class LoopSettings:
         if values.get("tool_mode"):
             changes["tool_mode"] = check_tool_mode(values["tool_mode"])
         if values.get("tools") is not None:
-            changes["tools"] = ToolRegistry(_cached_tools(tuple(values["tools"])))
+            changes["tools"] = _cached_registry(tuple(values["tools"]))
         if values.get("max_iterations") is not None:
             changes["max_iterations"] = check_positive("max_iterations", values["max_iterations"])
         return dataclasses.replace(self, **changes) if changes else self
@@ -174,6 +174,13 @@ def _cached_model(spec: str) -> BaseChatModel:
 @lru_cache(maxsize=16)
 def _cached_tools(names: tuple[str, ...]) -> tuple[BaseTool, ...]:
     return tuple(get_tools(list(names)))
+
+
+@lru_cache(maxsize=16)
+def _cached_registry(names: tuple[str, ...]) -> ToolRegistry:
+    """One registry per tool set named in a run context (so what is made per registry,
+    such as the model with the tools bound, is made once)."""
+    return ToolRegistry(_cached_tools(names))
 
 
 def check_tool_mode(value: Any) -> str:

@@ -416,9 +416,9 @@ def read_reply(
     """Classify a reply: tool calls to run, a final answer, or an unreadable reply."""
     if mode == "none":
         return Reading("final", reply, content_text(reply.content).strip())
-    step = interpret(mode, reply)
     if mode == "native" and reply.tool_calls:
         return Reading("tools", reply)
+    step = interpret(mode, reply)
     if step.kind == "action" and mode != "native":
         return Reading("tools", with_action(reply, step, registry))
     if step.kind == "final" and not (require and mode != "native"):
@@ -429,8 +429,12 @@ def read_reply(
 _MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
 
 
+_NOT_KEPT = re.compile(r"[^\w+\-*/^%().]|_")  # \w is a letter, digit or underscore
+
+
 def _squashed(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "+-*/^%().")
+    """The text lower-cased, with only its letters, digits and ``+-*/^%().`` kept."""
+    return _NOT_KEPT.sub("", text.lower())
 
 
 def _expression(text: str) -> bool:

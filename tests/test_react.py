@@ -6,6 +6,7 @@ import functools
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated
 
 import pytest
@@ -17,6 +18,7 @@ from langgraph.types import Command
 from loopgraphs import create_react_graph
 from loopgraphs.nodes import settings as settings_module
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.settings import make_settings
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
@@ -520,9 +522,9 @@ def test_forced_final_answer_offers_no_tool_and_falls_back_to_the_last_result():
 
 
 async def test_a_context_model_is_loaded_off_the_event_loop(monkeypatch):
-    """Under ainvoke the run context's model is loaded in a worker thread, also when the
-    edge that starts the run is the first to need it: loading may block (a server started,
-    a profile read over HTTP) and must not stall the event loop."""
+    """Under ainvoke the run context's model is loaded in a worker thread, also for the
+    run's first step: loading may block (a server started, a profile read over HTTP) and
+    must not stall the event loop."""
     model = model_for("native", [final("native", "ok")])
     loaded_in = []
 
@@ -536,3 +538,12 @@ async def test_a_context_model_is_loaded_off_the_event_loop(monkeypatch):
     out = await graph.ainvoke({"messages": [("user", "hi")]}, context={"model": "some-spec"})
     assert out["answer"] == "ok" and len(loaded_in) == 1
     assert loaded_in[0] is not threading.main_thread()
+
+
+def test_a_run_context_names_one_tool_registry_per_tool_set():
+    """Every step of a run whose context names its tools gets the same registry, so what
+    is made per tool set (the model with the tools bound, the instructions) is made once."""
+    settings = make_settings("react", ScriptedChatModel(replies=[]), [multiply], {})
+    runtime = SimpleNamespace(context={"tools": ["calculator"]})
+    first, second = settings.for_run(runtime), settings.for_run(runtime)
+    assert first.tools is second.tools and first.tools.names == ["calculator"]
