@@ -4,24 +4,26 @@ Each graph is built without a model: the model, tool mode, tools and budget come
 run's context (``LoopContext``), defaulting to the embedded local model and the
 calculator and search tools, so every loop can be picked and configured in Studio. The
 budgets are sized for a small local model; build your own graph for larger ones.
+
+There is one module-level graph per loop of the registry, named as the loop
+(``studio.react``, ...), which is what langgraph.json points at.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
 
 from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.toolkits import get_tools
 
 STUDIO_TOOLS = ("calculator", "search")
 
-_graphs = {
+GRAPHS: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
     name: spec.build(None, get_tools(STUDIO_TOOLS), name=name, **spec.studio_options)
     for name, spec in LOOP_SPECS.items()
 }
 
-cot = _graphs["cot"]
-react = _graphs["react"]
-plan_execute = _graphs["plan_execute"]
-reflexion = _graphs["reflexion"]
-self_ask = _graphs["self_ask"]
-critic = _graphs["critic"]
-tot = _graphs["tot"]
+globals().update(GRAPHS)
+__all__ = ["GRAPHS", "STUDIO_TOOLS", *GRAPHS]

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from langgraph.graph.state import CompiledStateGraph
 
 from loopgraphs import LOOPS
+from loopgraphs.graphs import studio
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +19,11 @@ def test_langgraph_json_lists_every_loop():
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert sorted(config["graphs"]) == sorted(LOOPS)
     assert config["dependencies"] == ["."]
+    for name, target in config["graphs"].items():
+        path, attribute = target.split(":")
+        assert path == "./graphs/studio.py" and attribute == name
+        assert isinstance(getattr(studio, name), CompiledStateGraph)
+        assert getattr(studio, name).get_name() == name
 
 
 def test_studio_serves_and_runs_every_loop(langgraph_dev_url, local_server):
