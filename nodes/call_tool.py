@@ -47,6 +47,8 @@ from loopgraphs.toolkits.registry import ToolRegistry
 ToolResult = ToolMessage | Command
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 DEFAULT_TOOL_TIMEOUT = 30.0
+TOOL_THREADS = 32
+"""Threads for sync tool calls with a timeout (a call that hangs keeps its thread)."""
 _timeout_pool: ThreadPoolExecutor | None = None
 
 
@@ -313,7 +315,9 @@ def _pool() -> ThreadPoolExecutor:
     """Threads for sync tool calls with a timeout (a call that hangs keeps its thread)."""
     global _timeout_pool
     if _timeout_pool is None:
-        _timeout_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="loopgraphs-tool")
+        _timeout_pool = ThreadPoolExecutor(
+            max_workers=TOOL_THREADS, thread_name_prefix="loopgraphs-tool"
+        )
     return _timeout_pool
 
 

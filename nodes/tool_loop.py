@@ -15,6 +15,7 @@ import asyncio
 import contextvars
 import json
 import re
+import threading
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -40,6 +41,7 @@ from pydantic import BaseModel
 from loopgraphs import prompts
 from loopgraphs.models import capabilities, default_tool_choice, writes_thoughts
 from loopgraphs.nodes.call_tool import (
+    TOOL_THREADS,
     ToolGuard,
     fence_output,
     guarded_options,
@@ -640,9 +642,9 @@ class ToolStep:
 class RunToolNode(ToolNode):
     """The ``call_tool`` node: a ``ToolNode`` for the factory's tools (so the graph holds
     LangGraph's own node, one runnable layer), which hands a run whose context brings
-    other tools to the ``ToolNode`` for those, runs async-only tools under ``invoke``,
-    ends the run after a successful ``return_direct`` tool, and notes a human message
-    that a tool added as part of the run."""
+    other tools to the ``ToolNode`` for those, runs tool steps under ``invoke`` as
+    ``invoke_tools`` does, ends the run after a successful ``return_direct`` tool, and
+    notes a human message that a tool added as part of the run."""
 
     def __init__(self, step: ToolStep, name: str) -> None:
         guard = step.guard_for(step.settings)
@@ -651,7 +653,11 @@ class RunToolNode(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
         run = self.step.settings.for_run(runtime)
-        if run.tools is not self.step.settings.tools or _calls_async_only(run, input):
+        if run.tools is not self.step.settings.tools:
+            output = invoke_tools(self.step.node_for(run), run, input, config)
+        elif (loop := sync_step_loop(run, input)) is not None:
+            output = loop.run_until_complete(super()._afunc(input, config, runtime))
+        elif _calls_async_only(run, input):
             output = invoke_tools(self.step.node_for(run), run, input, config)
         else:
             output = super()._func(input, config, runtime)
@@ -677,12 +683,58 @@ def _calls_async_only(run: LoopSettings, state: Mapping[str, Any]) -> bool:
     return any(_async_only(run.tools.get(call["name"])) for call in calls)
 
 
+_thread_loops = threading.local()
+
+
+def _sync_function(tool: Any) -> bool:
+    """Whether a tool runs a synchronous function also when awaited (LangChain then runs it
+    in a worker thread): it has no async implementation of its own."""
+    if tool is None:  # an unknown tool: the guard answers without running anything
+        return True
+    runs_sync = type(tool)._arun in (BaseTool._arun, StructuredTool._arun, Tool._arun)
+    return runs_sync and getattr(tool, "coroutine", None) is None
+
+
+def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.AbstractEventLoop | None:
+    """This thread's event loop for a tool step under ``invoke`` whose tools are all
+    synchronous functions, or None (a tool of the step has an async implementation, which
+    may be bound to another event loop; or an event loop already runs in this thread, as
+    in a notebook).
+
+    Run there, the step takes ``ToolNode``'s async path, as under ``ainvoke``: each sync
+    tool runs in a worker thread and the guard's timeout is asyncio's. ``ToolNode``'s sync
+    path starts a thread pool per step, and a timeout would need one more thread per call.
+    """
+    messages = state.get("messages") or []
+    calls = messages[-1].tool_calls if messages and isinstance(messages[-1], AIMessage) else []
+    if not all(_sync_function(run.tools.get(call["name"])) for call in calls):
+        return None
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        loop: asyncio.AbstractEventLoop | None = getattr(_thread_loops, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = _thread_loops.loop = asyncio.new_event_loop()
+            # As many threads as the guard's own pool: a call that times out keeps its
+            # thread until the tool returns.
+            pool = ThreadPoolExecutor(
+                max_workers=TOOL_THREADS, thread_name_prefix="loopgraphs-tool"
+            )
+            loop.set_default_executor(pool)
+        return loop
+    return None
+
+
 def invoke_tools(
     node: ToolNode, run: LoopSettings, state: Mapping[str, Any], config: RunnableConfig
 ) -> Any:
-    """Run a tool node under ``invoke``; calls of async-only tools run on an event loop of
-    their own in a worker thread (with the caller's context, so interrupts and callbacks
-    still reach the graph)."""
+    """Run a tool node under ``invoke``: a step of synchronous tools on this thread's event
+    loop (see ``sync_step_loop``); calls of async-only tools on an event loop of their own
+    in a worker thread (with the caller's context, so interrupts and callbacks still reach
+    the graph); any other step on ``ToolNode``'s threads."""
+    loop = sync_step_loop(run, state)
+    if loop is not None:
+        return loop.run_until_complete(node.ainvoke(state, config))
     if not _calls_async_only(run, state):
         return node.invoke(state, config)
     context = contextvars.copy_context()
