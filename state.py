@@ -65,17 +65,33 @@ class InputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-class OutputState(TypedDict, total=False):
-    """What every loop returns."""
+class RunOutput(TypedDict, total=False):
+    """What every loop returns besides its counters."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     answer: str
     status: Status
     error: str
+    tool_mode: str
+
+
+class OutputState(RunOutput, total=False):
+    """What every loop returns, with counters that add up what each node reports (the
+    nodes of some loops run side by side: Tree-of-Thoughts' branches)."""
+
     llm_calls: Annotated[int, operator.add]
     retries: Annotated[int, operator.add]
     usage: Annotated[Usage, add_usage]
-    tool_mode: str
+
+
+class TotalsOutput(RunOutput, total=False):
+    """What a loop whose nodes run one at a time returns: each counter holds the run's
+    running total, with no reducer to run on every write and every read of the state
+    (the node runner turns what a node reports into totals, see ``add_totals``)."""
+
+    llm_calls: int
+    retries: int
+    usage: Usage
 
 
 class StructuredOutput(TypedDict, total=False):
@@ -121,16 +137,20 @@ def scratch_of(state: Mapping[str, Any]) -> Scratch:
     return cast(Scratch, state.get("scratch") or {})
 
 
-class LoopState(OutputState, total=False):
-    """Fields shared by every loop; each loop extends it with its own."""
+class RunState(TypedDict, total=False):
+    """The run's bookkeeping and LangGraph's count of the steps it has left."""
 
     scratch: Annotated[Scratch, merge_scratch]
     remaining_steps: RemainingSteps
 
 
-class ReActState(LoopState, total=False):
-    """State of the ReAct loop (and of every loop that runs ReAct inside): its bookkeeping
-    lives in ``scratch``."""
+class LoopState(OutputState, RunState, total=False):
+    """Fields shared by every loop; each loop extends it with its own."""
+
+
+class ReActState(TotalsOutput, RunState, total=False):
+    """State of the ReAct loop (and of every loop that runs ReAct inside): its counters
+    are running totals, its bookkeeping lives in ``scratch``."""
 
 
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
@@ -141,6 +161,25 @@ def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
     for reply in message:
         usage = add_usage(usage, usage_of(reply))
     return {"llm_calls": len(message), "usage": usage}
+
+
+COUNTERS = ("llm_calls", "retries", "usage")
+
+
+def add_totals(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """A node's update with the counts it reports added to the run's totals in ``state``
+    (a count wrapped in ``Overwrite``, as a run's first step writes them, is the total)."""
+    for key in COUNTERS:
+        if key not in update:
+            continue
+        value = update[key]
+        if isinstance(value, Overwrite):
+            update[key] = value.value
+        elif key == "usage":
+            update[key] = add_usage(state.get("usage"), value)
+        else:
+            update[key] = int(state.get(key) or 0) + int(value or 0)
+    return update
 
 
 def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:

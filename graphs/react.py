@@ -52,7 +52,7 @@ from loopgraphs.nodes.tool_loop import (
     tool_budget_spent,
     without_tool_calls,
 )
-from loopgraphs.state import OutputState, ReActState, run_defaults, scratch_of
+from loopgraphs.state import ReActState, TotalsOutput, run_defaults, scratch_of
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -193,7 +193,7 @@ def build_react(
             return "select_tools"
         return "final_answer" if turns_spent(state, run) else "generate"
 
-    builder = new_graph(ReActState, OutputState, options or {})
+    builder = new_graph(ReActState, TotalsOutput, options or {})
     policy = settings.retry_policy
     add_step(builder, "select_tools", select_tools, policy)
     add_step(builder, "generate", generate, policy, begin=begin)

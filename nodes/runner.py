@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
@@ -29,7 +30,7 @@ from langgraph.types import RetryPolicy
 from loopgraphs.nodes.errors import describe_error, should_reraise
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.settings import load_context
-from loopgraphs.state import opening_update, starts_run
+from loopgraphs.state import add_totals, opening_update, starts_run
 
 # LangGraph runs a node with the node's config as the current context (async nodes too,
 # from Python 3.11), where a model call finds it: passing it again only makes LangChain
@@ -244,6 +245,7 @@ def as_node(
     *,
     guarded: bool = True,
     begin: Begin | None = None,
+    totals: bool = False,
 ) -> RunnableCallable:
     """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
@@ -251,20 +253,24 @@ def as_node(
     ``guarded`` (the default) a failure the retry ``policy`` will retry escapes to
     LangGraph, which retries the node; any other failure, or the last attempt, ends the
     run with ``status="error"`` (see ``guard``). With ``begin`` the node also starts
-    the run when it is the run's first step (see ``opening``).
+    the run when it is the run's first step (see ``opening``). Logic reports the model
+    calls and tokens it spent; with ``totals`` the node writes them as the run's new
+    totals (see ``loopgraphs.state.add_totals``).
     """
     run = guard(logic, policy) if guarded else logic
     if begin is not None:
         run = opening(begin, run)
 
     def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
-        return run_sync(run(state, config, runtime), config)
+        update = run_sync(run(state, config, runtime), config)
+        return add_totals(state, update) if totals else update
 
     async def async_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
     ) -> Any:
         await load_context(runtime)
-        return await run_async(run(state, config, runtime), config)
+        update = await run_async(run(state, config, runtime), config)
+        return add_totals(state, update) if totals else update
 
     return RunnableCallable(sync_node, async_node, name=name, trace=False)
 
@@ -278,8 +284,11 @@ def add_step(
     begin: Begin | None = None,
 ) -> None:
     """Add generator logic as a guarded node retried by ``policy`` (and starting the run
-    when it comes first, with ``begin``)."""
-    builder.add_node(name, as_node(name, logic, policy, begin=begin), retry_policy=policy)
+    when it comes first, with ``begin``). Its counts are added up the graph's way: by the
+    state's reducers, or as running totals when the counters have none."""
+    totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
+    node = as_node(name, logic, policy, begin=begin, totals=totals)
+    builder.add_node(name, node, retry_policy=policy)
 
 
 def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:
