@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
@@ -35,16 +35,14 @@ def empty_usage() -> Usage:
     return {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
 
 
-def _count(part: Mapping[str, Any] | None, key: str) -> int:
-    return int(part.get(key) or 0) if part else 0
-
-
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
-    """Reducer: add two usage records field by field."""
+    """Reducer: add two usage records field by field (a missing record or count is 0)."""
+    a: Mapping[str, Any] = left or {}
+    b: Mapping[str, Any] = right or {}
     return {
-        "input_tokens": _count(left, "input_tokens") + _count(right, "input_tokens"),
-        "output_tokens": _count(left, "output_tokens") + _count(right, "output_tokens"),
-        "cached_tokens": _count(left, "cached_tokens") + _count(right, "cached_tokens"),
+        "input_tokens": int(a.get("input_tokens") or 0) + int(b.get("input_tokens") or 0),
+        "output_tokens": int(a.get("output_tokens") or 0) + int(b.get("output_tokens") or 0),
+        "cached_tokens": int(a.get("cached_tokens") or 0) + int(b.get("cached_tokens") or 0),
     }
 
 
@@ -134,7 +132,8 @@ def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
 
 def scratch_of(state: Mapping[str, Any]) -> Scratch:
     """The run's bookkeeping (empty before the run has started)."""
-    return cast(Scratch, state.get("scratch") or {})
+    found: Scratch | None = state.get("scratch")
+    return found or {}
 
 
 class RunState(TypedDict, total=False):

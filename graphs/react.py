@@ -104,7 +104,8 @@ def build_react(
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):
             del update["tool_mode"]
-        reading = read_reply(mode, update["messages"][0], run_registry(run, state), require=require)
+        registry = run_registry(run, state)
+        reading = read_reply(mode, update["messages"][0], registry, require=require)
         iterations = scratch.get("iterations", 0) + 1
         update["scratch"] = {"iterations": iterations, "reformat": False}
         update["messages"] = [reading.message]
@@ -114,7 +115,7 @@ def build_react(
                 state["messages"],
                 scratch.get("transcript_start", 0),
                 scratch.get("fence", ""),
-                examples=example_answers(run_registry(run, state)),
+                examples=example_answers(registry),
             )
             return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":

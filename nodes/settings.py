@@ -159,7 +159,10 @@ async def load_context(runtime: Runtime[Any] | None) -> None:
     """Load the run context's model and tools in a worker thread, so that the sync loading
     (a server started, a profile read over HTTP, a search index built) never blocks the
     event loop of an async run; ``for_run`` then finds them cached."""
-    values = context_values(getattr(runtime, "context", None))
+    context = getattr(runtime, "context", None)
+    if context is None:
+        return
+    values = context_values(context)
     if values.get("model"):
         await asyncio.to_thread(_cached_model, str(values["model"]))
     if values.get("tools") is not None:

@@ -76,7 +76,14 @@ def resolve_mode(settings: LoopSettings) -> str:
 def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegistry:
     """The tools of this run, narrowed by tool selection when it ran."""
     selected = scratch_of(state).get("selected_tools")
-    return settings.tools.subset(selected) if selected else settings.tools
+    return _subset(settings.tools, tuple(selected)) if selected else settings.tools
+
+
+@lru_cache(maxsize=64)
+def _subset(registry: ToolRegistry, names: tuple[str, ...]) -> ToolRegistry:
+    """One registry per selection from a tool set (what is made per registry, such as the
+    model with the tools bound, is then made once)."""
+    return registry.subset(names)
 
 
 @lru_cache(maxsize=64)
@@ -202,9 +209,10 @@ def example_turns(registry: ToolRegistry, question: str, mode: str) -> list[Base
     return turns
 
 
-def example_answers(registry: ToolRegistry) -> list[str]:
+@lru_cache(maxsize=64)
+def example_answers(registry: ToolRegistry) -> tuple[str, ...]:
     """The answers of the tools' worked examples (a reply copying one did not answer)."""
-    return [example.answer for _, example in registry.examples()]
+    return tuple(example.answer for _, example in registry.examples())
 
 
 def _words(text: str) -> set[str]:
@@ -260,19 +268,20 @@ def _json_reply(output: Any) -> AIMessage:
     return reply
 
 
-_bound: dict[tuple[int, tuple[int, ...], str | None], tuple[Any, Any]] = {}
+_bound: dict[tuple[int, int, str | None], tuple[Any, ToolRegistry, Any]] = {}
 
 
 def bound_model(model: Any, registry: ToolRegistry, require: str | None) -> Any:
-    """``model.bind_tools(tools)``, made once per model, tool set and tool choice."""
-    key = (id(model), tuple(id(tool) for tool in registry), require)
+    """``model.bind_tools(tools)``, made once per model, tool registry and tool choice
+    (the entry holds both, so their ids stay theirs)."""
+    key = (id(model), id(registry), require)
     cached = _bound.get(key)
-    if cached is None or cached[0] is not model:
+    if cached is None or cached[0] is not model or cached[1] is not registry:
         if len(_bound) >= 256:
             _bound.clear()
         choice = {"tool_choice": require} if require else {}
-        cached = _bound[key] = (model, model.bind_tools(registry.tools, **choice))
-    return cached[1]
+        cached = _bound[key] = (model, registry, model.bind_tools(registry.tools, **choice))
+    return cached[2]
 
 
 def model_turn(
@@ -753,13 +762,21 @@ class ToolsCall(Call):
         return invoke_tools(self.runnable, self.run, self.input, config)  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=64)
+def _direct_tools(registry: ToolRegistry) -> frozenset[str]:
+    """The names of a tool set's ``return_direct`` tools (a registry does not change)."""
+    return frozenset(tool.name for tool in registry if tool.return_direct)
+
+
 def _return_direct(run: LoopSettings, state: Mapping[str, Any], output: Any) -> Any:
+    direct = _direct_tools(run.tools)
+    if not direct:
+        return output
     updates = output if isinstance(output, list) else [output]
     for update in updates:
         messages = update.get("messages", []) if isinstance(update, dict) else []
         for message in messages:
-            tool = run.tools.get(getattr(message, "name", "") or "")
-            if tool is not None and tool.return_direct and message.status != "error":
+            if getattr(message, "name", None) in direct and message.status != "error":
                 answer = unfence(content_text(message.content), scratch_of(state).get("fence", ""))
                 finish = {"scratch": {"tool_ended": True}, "answer": answer}
                 if isinstance(output, dict):
