@@ -25,6 +25,7 @@ import asyncio
 import contextvars
 import dataclasses
 import json
+import os
 import secrets
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -309,6 +310,16 @@ async def _limited(awaitable: Awaitable[ToolResult], seconds: float | None) -> T
         async with asyncio.timeout(seconds):
             return await awaitable
     return await asyncio.wait_for(awaitable, seconds)
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there."""
+    global _timeout_pool
+    _timeout_pool = None
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import os
 import re
 import threading
 import uuid
@@ -693,6 +694,16 @@ def _calls_async_only(run: LoopSettings, state: Mapping[str, Any]) -> bool:
 
 
 _thread_loops = threading.local()
+
+
+def _forget_thread_loops() -> None:
+    """In a forked child: the parent's event loops (and their threads) are not its own."""
+    global _thread_loops
+    _thread_loops = threading.local()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
+    os.register_at_fork(after_in_child=_forget_thread_loops)
 
 
 def _sync_function(tool: Any) -> bool:

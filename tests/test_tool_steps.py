@@ -6,6 +6,7 @@ an event loop already runs, keeps ToolNode's threads. Every way ends the same.""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import time
 
 from langchain_core.tools import StructuredTool
@@ -96,3 +97,32 @@ def test_which_steps_take_the_thread_event_loop():
         return sync_step_loop(run, state_for["slow"])
 
     assert asyncio.run(inside_a_running_loop()) is None
+
+
+def quick(key: str) -> str:
+    """Answers at once."""
+    return f"value of {key}"
+
+
+def _run_in(conn) -> None:
+    replies = [act("native", "quick", {"key": "k"}), final("native", "ok")]
+    model, graph = build([quick], replies, tool_timeout=5)
+    out = graph.invoke({"messages": [("user", "q")]})
+    conn.send((out["status"], content_text(model.prompts[1][-1].content)))
+
+
+def test_a_forked_process_runs_tool_steps_on_loops_of_its_own():
+    """A child forked after a run (a prefork server, multiprocessing's fork) must not use
+    the parent's event loop or its pool threads, which the child does not have."""
+    replies = [act("native", "quick", {"key": "k"}), final("native", "ok")]
+    _, graph = build([quick], replies)
+    assert graph.invoke({"messages": [("user", "q")]})["status"] == "completed"
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_run_in, args=(child,))
+    process.start()
+    assert parent.poll(30), "the forked run did not finish"
+    status, observation = parent.recv()
+    assert status == "completed" and "value of k" in observation
+    process.join(10)
+    assert process.exitcode == 0
