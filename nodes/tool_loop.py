@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -666,7 +666,7 @@ class RunToolNode(ToolNode):
         if run.tools is not self.step.settings.tools:
             output = invoke_tools(self.step.node_for(run), run, input, config)
         elif (loop := sync_step_loop(run, input)) is not None:
-            output = loop.run_until_complete(super()._afunc(input, config, runtime))
+            output = run_step(loop, super()._afunc(input, config, runtime))
         elif _calls_async_only(run, input):
             output = invoke_tools(self.step.node_for(run), run, input, config)
         else:
@@ -745,6 +745,19 @@ def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.Abstr
     return None
 
 
+def run_step(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, Any]) -> Any:
+    """Run a tool step on this thread's event loop (see ``sync_step_loop``). When it stops
+    early (a tool's ``interrupt()``), the step's other calls are still run to their end
+    before it returns, as with ``ToolNode``'s threads, so that nothing of the step is left
+    to finish later, in another step's time."""
+    try:
+        return loop.run_until_complete(step)
+    except Exception:
+        if left := asyncio.all_tasks(loop):
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        raise
+
+
 def invoke_tools(
     node: ToolNode, run: LoopSettings, state: Mapping[str, Any], config: RunnableConfig
 ) -> Any:
@@ -754,7 +767,7 @@ def invoke_tools(
     the graph); any other step on ``ToolNode``'s threads."""
     loop = sync_step_loop(run, state)
     if loop is not None:
-        return loop.run_until_complete(node.ainvoke(state, config))
+        return run_step(loop, node.ainvoke(state, config))
     if not _calls_async_only(run, state):
         return node.invoke(state, config)
     context = contextvars.copy_context()

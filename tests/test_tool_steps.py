@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import time
+from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import interrupt
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
@@ -126,3 +130,30 @@ def test_a_forked_process_runs_tool_steps_on_loops_of_its_own():
     assert status == "completed" and "value of k" in observation
     process.join(10)
     assert process.exitcode == 0
+
+
+def test_a_step_stopped_by_an_interrupt_finishes_its_other_calls_first():
+    """A tool's interrupt() stops the step; the step's other calls still run to their end
+    (callbacks included) before invoke returns, as on ToolNode's threads."""
+    ended: list[str] = []
+
+    class ToolEnds(BaseCallbackHandler):
+        def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            ended.append(str(output))
+
+    def ask(question: str) -> str:
+        """Ask a human."""
+        return str(interrupt(question))
+
+    def wait(key: str) -> str:
+        """Waits a moment."""
+        time.sleep(0.2)
+        return "waited"
+
+    both = calls(tool_call("ask", {"question": "ok?"}), tool_call("wait", {"key": "k"}))
+    model = model_for("native", [both, final("native", "done")])
+    graph = create_react_graph(model, [ask, wait], tool_mode="native", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "callbacks": [ToolEnds()]}
+    graph.invoke({"messages": [("user", "q")]}, config)
+    assert graph.get_state(config).next == ("call_tool",)
+    assert any("waited" in text for text in ended)
