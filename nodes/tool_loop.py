@@ -16,6 +16,7 @@ import contextvars
 import json
 import os
 import re
+import selectors
 import threading
 import uuid
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
@@ -734,7 +735,7 @@ def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.Abstr
     except RuntimeError:
         loop: asyncio.AbstractEventLoop | None = getattr(_thread_loops, "loop", None)
         if loop is None or loop.is_closed():
-            loop = _thread_loops.loop = asyncio.new_event_loop()
+            loop = _thread_loops.loop = _new_loop()
             # As many threads as the guard's own pool: a call that times out keeps its
             # thread until the tool returns.
             pool = ThreadPoolExecutor(
@@ -743,6 +744,16 @@ def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.Abstr
             loop.set_default_executor(pool)
         return loop
     return None
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """An event loop whose watch list lives in this process (``poll``, not ``epoll``). An
+    epoll set is shared with forked children: a child dropping its copy of the loop would
+    take the parent's wake-up socket out of it, and the parent's loop would no longer hear
+    its worker threads."""
+    if hasattr(selectors, "PollSelector"):
+        return asyncio.SelectorEventLoop(selectors.PollSelector())
+    return asyncio.new_event_loop()
 
 
 def run_step(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, Any]) -> Any:

@@ -6,6 +6,7 @@ an event loop already runs, keeps ToolNode's threads. Every way ends the same.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import time
 from typing import Any
@@ -130,6 +131,27 @@ def test_a_forked_process_runs_tool_steps_on_loops_of_its_own():
     assert status == "completed" and "value of k" in observation
     process.join(10)
     assert process.exitcode == 0
+
+
+def _collect() -> None:
+    """A forked child that only collects garbage (its copy of the parent's loops goes)."""
+    gc.collect()
+
+
+def test_a_forked_child_leaves_the_parents_event_loop_working():
+    """The child drops its copy of the parent's event loop; that must not stop the parent's
+    loop from hearing its worker threads (an epoll set is shared across fork, so a loop
+    closed in the child would unregister the parent's wake-up socket)."""
+    replies = [act("native", "quick", {"key": "k"}), final("native", "ok")]
+    _, graph = build([quick], replies, tool_timeout=5)
+    assert graph.invoke({"messages": [("user", "q")]})["status"] == "completed"
+    process = multiprocessing.get_context("fork").Process(target=_collect)
+    process.start()
+    process.join(10)
+    assert process.exitcode == 0
+    model, graph = build([quick], replies, tool_timeout=2)
+    graph.invoke({"messages": [("user", "q")]})
+    assert "value of k" in content_text(model.prompts[1][-1].content)
 
 
 def test_a_step_stopped_by_an_interrupt_finishes_its_other_calls_first():
