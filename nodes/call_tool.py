@@ -49,7 +49,6 @@ ToolResult = ToolMessage | Command
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 DEFAULT_TOOL_TIMEOUT = 30.0
 TOOL_THREADS = 32
-"""Threads for sync tool calls with a timeout (a call that hangs keeps its thread)."""
 _timeout_pool: ThreadPoolExecutor | None = None
 
 
@@ -322,13 +321,17 @@ if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def tool_threads() -> ThreadPoolExecutor:
+    """A new pool of threads for sync tool calls: ``TOOL_THREADS`` of them, as a call that
+    times out keeps its thread until the tool returns."""
+    return ThreadPoolExecutor(max_workers=TOOL_THREADS, thread_name_prefix="loopgraphs-tool")
+
+
 def _pool() -> ThreadPoolExecutor:
-    """Threads for sync tool calls with a timeout (a call that hangs keeps its thread)."""
+    """The guard's threads for sync tool calls with a timeout under ``ToolNode``'s sync path."""
     global _timeout_pool
     if _timeout_pool is None:
-        _timeout_pool = ThreadPoolExecutor(
-            max_workers=TOOL_THREADS, thread_name_prefix="loopgraphs-tool"
-        )
+        _timeout_pool = tool_threads()
     return _timeout_pool
 
 

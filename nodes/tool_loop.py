@@ -43,12 +43,12 @@ from pydantic import BaseModel
 from loopgraphs import prompts
 from loopgraphs.models import capabilities, default_tool_choice, writes_thoughts
 from loopgraphs.nodes.call_tool import (
-    TOOL_THREADS,
     ToolGuard,
     fence_output,
     guarded_options,
     make_tool_node,
     run_calls,
+    tool_threads,
     unfence,
 )
 from loopgraphs.nodes.errors import is_form_rejection
@@ -736,24 +736,24 @@ def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.Abstr
         loop: asyncio.AbstractEventLoop | None = getattr(_thread_loops, "loop", None)
         if loop is None or loop.is_closed():
             loop = _thread_loops.loop = _new_loop()
-            # As many threads as the guard's own pool: a call that times out keeps its
-            # thread until the tool returns.
-            pool = ThreadPoolExecutor(
-                max_workers=TOOL_THREADS, thread_name_prefix="loopgraphs-tool"
-            )
-            loop.set_default_executor(pool)
         return loop
     return None
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
-    """An event loop whose watch list lives in this process (``poll``, not ``epoll``). An
-    epoll set is shared with forked children: a child dropping its copy of the loop would
-    take the parent's wake-up socket out of it, and the parent's loop would no longer hear
-    its worker threads."""
+    """An event loop for tool steps, with a pool of tool threads of its own (closing the
+    loop shuts its pool down).
+
+    Its watch list lives in this process (``poll``, not ``epoll``): an epoll set is shared
+    with forked children, and a child dropping its copy of the loop would take the
+    parent's wake-up socket out of it, so the parent's loop would no longer hear its
+    worker threads."""
     if hasattr(selectors, "PollSelector"):
-        return asyncio.SelectorEventLoop(selectors.PollSelector())
-    return asyncio.new_event_loop()
+        loop: asyncio.AbstractEventLoop = asyncio.SelectorEventLoop(selectors.PollSelector())
+    else:
+        loop = asyncio.new_event_loop()
+    loop.set_default_executor(tool_threads())
+    return loop
 
 
 def run_step(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, Any]) -> Any:
