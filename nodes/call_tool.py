@@ -161,8 +161,8 @@ class ToolGuard:
             len(messages),
         )
         made, same = 0, []  # calls of the run before this one; those identical to it
-        for position in range(start, last + 1):
-            message = messages[position] if position < len(messages) else None
+        for position in range(start, min(last + 1, len(messages))):
+            message = messages[position]
             if not isinstance(message, AIMessage):
                 continue
             for earlier in message.tool_calls:
