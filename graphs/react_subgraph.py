@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from loopgraphs.graphs.react import build_react
-from loopgraphs.nodes.build import caller_keys, subgraph_options
+from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
 from loopgraphs.nodes.runner import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import empty_usage
@@ -56,6 +58,7 @@ class ReactSubgraph:
         self.settings = dataclasses.replace(settings, response_format=None)
         self.graph = build_react(self.settings, subgraph_options(options)).compile(name="react")
         self.extra = caller_keys(options)
+        self.reducers = caller_reducers(options)
 
     def run(
         self, runtime: Runtime[Any], state: Mapping[str, Any], messages: Sequence[AnyMessage]
@@ -81,6 +84,38 @@ class ReactSubgraph:
             "retries": out.get("retries", 0),
             "usage": out.get("usage") or empty_usage(),
             "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
-            **{key: out[key] for key in self.extra if key in out},
+            **{
+                key: carried_back(self.reducers.get(key), carried.get(key, _ABSENT), out[key])
+                for key in self.extra
+                if key in out
+            },
         }
         return out, spent
+
+
+_ABSENT = object()
+
+
+def carried_back(reducer: Callable[[Any, Any], Any] | None, before: Any, after: Any) -> Any:
+    """The update that takes a caller's key from ``before`` (its value when the inner run
+    started) to ``after`` (its value when it ended) through the key's ``reducer``.
+
+    A key without a reducer takes ``after`` as it is. With a reducer, writing ``after``
+    would apply the inner run's changes a second time (``figs`` + ``figs, plums``), so the
+    update is the part the run added: ``after`` itself when the reducer keeps it as it is
+    (merging dicts or sets, ``add_messages``), else what follows ``before`` in a sequence
+    or the difference of two numbers, whichever the reducer turns into ``after``; any
+    other reducer gets ``Overwrite(after)``.
+    """
+    if reducer is None or before is _ABSENT:
+        return after
+    candidates: list[Any] = [after]
+    if isinstance(after, (list, tuple, str)) and after[: len(before)] == before:
+        candidates.insert(0, after[len(before) :])
+    elif isinstance(after, (int, float)) and isinstance(before, (int, float)):
+        candidates.insert(0, after - before)
+    for update in candidates:
+        with contextlib.suppress(Exception):
+            if reducer(before, update) == after:
+                return update
+    return Overwrite(after)

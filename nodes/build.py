@@ -62,6 +62,17 @@ def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(key for key in _fields(options.get("state_schema")) if key not in own)
 
 
+def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any], Any]]:
+    """The reducers of the caller's own state keys that have one (``Annotated[T, f]``)."""
+    reducers = {}
+    for key, hint in _fields(options.get("state_schema")).items():
+        if key in caller_keys(options):
+            found = [m for m in getattr(hint, "__metadata__", ()) if callable(m)]
+            if found:
+                reducers[key] = found[-1]
+    return reducers
+
+
 def new_graph(
     state: type[Any], output: type[Any], options: Mapping[str, Any]
 ) -> StateGraph[Any, Any, Any, Any]:
