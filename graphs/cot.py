@@ -19,7 +19,7 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.runner import (
@@ -111,7 +111,7 @@ def build_cot(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        prompt = [system_message(run, state, prompts.COT_SYSTEM), *state["messages"]]
+        prompt = [system_message(run, state, prompts.COT_SYSTEM), *as_written(state["messages"])]
         if not voting:
             reply, update = yield from call_model(run.chat_model, prompt)
             return {**update, "samples": [content_text(reply.content)], "messages": [reply]}
@@ -129,7 +129,12 @@ def build_cot(
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
-        return {"answers": answers, "answer": answers[0] if answers else "", "status": "completed"}
+        answer = answers[0] if answers else ""
+        update = {"answers": answers, "answer": answer, "status": "completed"}
+        last = state["messages"][-1] if state.get("messages") else None
+        if isinstance(last, AIMessage):
+            update["messages"] = [answer_message(last, answer)]
+        return update
 
     def vote(state: CoTState) -> dict[str, Any]:
         answers = state.get("answers", [])
@@ -140,7 +145,7 @@ def build_cot(
             "votes": votes,
             "answer": answers[index],
             "status": "completed",
-            "messages": [AIMessage(content=state["samples"][index])],
+            "messages": [answer_message(AIMessage(state["samples"][index]), answers[index])],
         }
 
     builder = new_graph(CoTState, CoTOutput, options or {})

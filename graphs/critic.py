@@ -26,7 +26,7 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
-from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -157,7 +157,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
     def conversation(state: dict[str, Any]) -> list[AnyMessage]:
         messages = state["messages"]
-        return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
+        return as_written(messages[: scratch_of(state).get("transcript_start", len(messages))])
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
@@ -170,6 +170,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             done = {"status": "completed"}
         elif not steps_left(state, ROUND_STEPS):
             done = {"status": "max_iterations"}
+        reply = answer_message(reply, draft)
         return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
 
     def critique(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -303,6 +304,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         draft = content_text(reply.content).strip() or state.get("draft", "")
         more = number < run.max_iterations and steps_left(state, ROUND_STEPS)
         done = {} if more else {"status": "completed"}
+        reply = answer_message(reply, draft)
         return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
 
     policy = settings.retry_policy

@@ -29,7 +29,7 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.generate import as_written, call_model, system_message
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -196,7 +196,7 @@ def build_plan_execute(
             high=high,
             tools=run.tools.describe() or prompts.PLANNER_NO_TOOLS,
         )
-        prompt = [system_message(run, state, instructions), *state["messages"]]
+        prompt = [system_message(run, state, instructions), *as_written(state["messages"])]
         result = yield from structured_call(
             run.chat_model, prompt, Plan, regex_fallback=plan_from_text, max_calls=PLANNER_CALLS
         )

@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, loop_prompt
+from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
@@ -117,6 +117,7 @@ def build_react(
                 scratch.get("fence", ""),
                 examples=example_answers(registry),
             )
+            update["messages"] = [answer_message(reading.message, answer)]
             return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":
             return update
@@ -130,6 +131,7 @@ def build_react(
             return {**update, "messages": [reading.message, ask]}
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
+        update["messages"] = [answer_message(reading.message, reading.answer)]
         return {**update, "status": "completed", "answer": reading.answer}
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -147,6 +149,7 @@ def build_react(
         answer = restated_answer(answer, state["messages"], start, fence, examples=examples)
         if not answer:
             answer = last_result(state) or best_effort_answer(state["messages"])
+        reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
     def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -163,8 +166,8 @@ def build_react(
             ),
         ]
         reply, update = yield from call_model(run.chat_model, prompt)
-        text = content_text(reply.content).strip()
-        return {**update, "answer": text or state.get("answer", "")}
+        text = content_text(reply.content).strip() or state.get("answer", "")
+        return {**update, "answer": text, "messages": [answer_message(reply, text)]}
 
     def turns_spent(state: dict[str, Any], run: LoopSettings) -> bool:
         return (

@@ -27,7 +27,7 @@ from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import is_form_rejection
-from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
 from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -164,7 +164,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             try:
                 bound = bound_model(run.chat_model, run.tools, required(run, state))
                 reply, update = yield from call_model(
-                    bound, [self_ask_system(run, state, mode), *history]
+                    bound, [self_ask_system(run, state, mode), *as_written(history)]
                 )
                 return {**update, "messages": [reply], "tool_mode": mode}
             except Exception as exc:
@@ -172,7 +172,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                     raise
                 mode = "text"
         reply, update = yield from call_model(
-            run.chat_model, [self_ask_system(run, state, mode), *history]
+            run.chat_model, [self_ask_system(run, state, mode), *as_written(history)]
         )
         return {**update, "messages": [reply], "tool_mode": mode}
 
@@ -219,8 +219,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return {**update, "messages": [*update.get("messages", []), ask]}
         if turn.kind == "final" or (turn.kind == "none" and not native_calls):
             update.update(status="completed", answer=turn.answer)
-            if native_calls:
-                update["messages"] = [_without_calls(reply)]
+            shown = _without_calls(reply) if native_calls else reply
+            update["messages"] = [answer_message(shown, turn.answer)]
             return update
         pending: list[dict[str, Any]] = []
         if has_tools and native_calls:
@@ -320,7 +320,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             answer = turn.intermediate or _best_effort(follow_ups, state["messages"])
         return {
             **update,
-            "messages": [ask, reply],
+            "messages": [ask, answer_message(reply, answer)],
             "follow_ups": follow_ups,
             "answer": answer,
             "status": "max_iterations",

@@ -26,6 +26,41 @@ def call_model(
     return reply, counted(reply)
 
 
+RAW_REPLY = "loopgraphs_reply"
+"""Key in ``AIMessage.additional_kwargs`` holding the text a model wrote, where the stored
+message shows something else (the answer of a final reply, the thought of a json- or
+text-mode action)."""
+
+
+def answer_message(reply: AIMessage, answer: str) -> AIMessage:
+    """The reply as a chat view shows it: its text is the run's ``answer``, and the text
+    the model wrote (a JSON action, reasoning before ``FINAL ANSWER:``) is kept in
+    ``additional_kwargs[RAW_REPLY]`` when it differs. The id stays, so the stored reply is
+    replaced, not repeated."""
+    if content_text(reply.content) == answer and not reply.tool_calls:
+        return reply
+    return shown_as(reply, answer)
+
+
+def shown_as(reply: AIMessage, text: str) -> AIMessage:
+    """The reply with ``text`` as its content and its own text kept under ``RAW_REPLY``."""
+    extra = dict(reply.additional_kwargs)
+    extra.setdefault(RAW_REPLY, content_text(reply.content))
+    return reply.model_copy(update={"content": text, "additional_kwargs": extra})
+
+
+def as_written(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The conversation as the model wrote it: replies stored with a shown text (see
+    ``answer_message``) get their own text back, so that a model reads its earlier turns
+    as it wrote them (and a server's prompt cache finds the same tokens)."""
+    return [
+        m.model_copy(update={"content": m.additional_kwargs[RAW_REPLY]})
+        if isinstance(m, AIMessage) and RAW_REPLY in m.additional_kwargs
+        else m
+        for m in messages
+    ]
+
+
 def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessage | None:
     """The caller's ``system_prompt`` (string, message or callable of the state) as a
     message, or None when there is none."""

@@ -52,7 +52,7 @@ from loopgraphs.nodes.call_tool import (
     unfence,
 )
 from loopgraphs.nodes.errors import is_form_rejection
-from loopgraphs.nodes.generate import call_model, system_message
+from loopgraphs.nodes.generate import RAW_REPLY, as_written, call_model, shown_as, system_message
 from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls
@@ -153,10 +153,11 @@ def required_tool(
 
 def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
     """The transcript as a json- or text-mode model reads it: tool calls as the model's own
-    text, tool results as one ``Observation:`` user message per step. Native mode and
-    plain chat read the transcript as it is."""
+    text (re-written from the calls after a reviewer edited them), tool results as one
+    ``Observation:`` user message per step. Native mode and plain chat read the transcript
+    as it is, with each reply's own text (see ``as_written``)."""
     if mode not in ("json", "text"):
-        return list(messages)
+        return as_written(messages)
     view: list[BaseMessage] = []
     results: list[str] = []
     for message in messages:
@@ -167,8 +168,12 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
             view.append(HumanMessage(prompts.OBSERVATION.format(content="\n\n".join(results))))
             results = []
         if isinstance(message, AIMessage) and message.tool_calls:
-            text = content_text(message.content) or _action_text(message.tool_calls, mode)
+            text = message.additional_kwargs.get(RAW_REPLY) or _action_text(
+                message.tool_calls, mode
+            )
             view.append(AIMessage(content=text))
+        elif isinstance(message, AIMessage) and RAW_REPLY in message.additional_kwargs:
+            view.append(AIMessage(content=message.additional_kwargs[RAW_REPLY]))
         else:
             view.append(message)
     if results:
@@ -309,7 +314,7 @@ def model_turn(
             settings, state, react_instructions(registry, mode, thoughts=thoughts)
         )
         if mode not in ("json", "text"):
-            return [system, *history]
+            return [system, *as_written(history)]
         examples = example_turns(registry, _first_question(state, history), mode)
         return [system, *examples, *model_view(history, mode)]
 
@@ -392,13 +397,15 @@ def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -
 
 
 def with_action(reply: AIMessage, step: Step, registry: ToolRegistry) -> AIMessage:
-    """The model's text reply with its parsed action attached as a tool call."""
+    """The model's text reply with its parsed action attached as a tool call; its content
+    is the step's thought (what a chat view shows next to the call), the text the model
+    wrote is kept in ``additional_kwargs[RAW_REPLY]`` (what the model reads back)."""
     call = ToolCall(
         name=step.action,
         args=coerce_args(registry, step.action, step.action_input),
         id=f"call_{uuid.uuid4().hex[:16]}",
     )
-    return reply.model_copy(update={"tool_calls": [call]})
+    return shown_as(reply, step.thought).model_copy(update={"tool_calls": [call]})
 
 
 def without_tool_calls(message: AIMessage) -> AIMessage:

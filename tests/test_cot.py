@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs.graphs.cot import create_cot_graph, majority
+from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.prompts import COT_SYSTEM
@@ -41,7 +42,10 @@ def test_answer_is_read_after_the_marker(reply, answer):
     assert out["status"] == "completed"
     assert out["llm_calls"] == 1 == model.call_count
     assert out["samples"] == [reply]
-    assert isinstance(out["messages"][-1], AIMessage) and out["messages"][-1].content == reply
+    last = out["messages"][-1]
+    # A chat view shows the answer; the reasoning stays on the message and in samples.
+    assert isinstance(last, AIMessage) and last.content == answer
+    assert last.additional_kwargs[RAW_REPLY] == reply
     assert out["tool_mode"] == "none"
 
 
@@ -75,7 +79,8 @@ async def test_self_consistency_majority_runs_samples_concurrently(run_async):
     assert model.max_concurrency > 1
     assert len(out["samples"]) == 5
     assert out["status"] == "completed"
-    assert out["messages"][-1].content == replies[0]
+    assert out["messages"][-1].content == out["answer"]
+    assert out["messages"][-1].additional_kwargs[RAW_REPLY] == replies[0]
     assert out["usage"]["output_tokens"] > 0
 
 
