@@ -161,6 +161,7 @@ def reviewed_call(call: ToolCall, decision: Mapping[str, Any] | None) -> ToolCal
         name=edited.get("name", call["name"]),
         args=edited.get("args", call["args"]),
         id=call["id"],
+        type="tool_call",
     )
 
 

@@ -55,7 +55,7 @@ from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.generate import RAW_REPLY, as_written, call_model, shown_as, system_message
 from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
-from loopgraphs.nodes.review import ask_reviewer, flagged_calls
+from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.runner import Call, ModelCall, failed_calls, mark_sent
 from loopgraphs.nodes.settings import LoopSettings, load_context
 from loopgraphs.state import counted, scratch_of
@@ -563,9 +563,26 @@ def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
         about = {
             tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools
         }
-        return {"scratch": {"reviews": ask_reviewer(run.review, state["messages"][-1], about)}}
+        reply = state["messages"][-1]
+        reviews = ask_reviewer(run.review, reply, about)
+        update: dict[str, Any] = {"scratch": {"reviews": reviews}}
+        edited = with_edits(reply, reviews)
+        if edited is not reply:
+            update["messages"] = [edited]
+        return update
 
     return review
+
+
+def with_edits(reply: AIMessage, reviews: Mapping[str, Mapping[str, Any]]) -> AIMessage:
+    """The reply with the reviewer's edits written into its tool calls (ids kept, so the
+    stored reply is replaced): the transcript, and the model on its next turn, show the
+    call that ran. A json- or text-mode reply then reads back as its edited action."""
+    calls = [reviewed_call(call, reviews.get(call["id"] or "")) for call in reply.tool_calls]
+    if calls == reply.tool_calls:
+        return reply
+    extra = {k: v for k, v in reply.additional_kwargs.items() if k != RAW_REPLY}
+    return reply.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
 
 
 def needs_review(settings: LoopSettings, state: Mapping[str, Any]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -67,6 +68,34 @@ def test_edit_changes_what_the_tool_receives(mode):
     graph.invoke(Command(resume={"decisions": [{"type": "edit", "edited_action": edited}]}), config)
     assert log == [{"to": "bob@example.org", "body": "hello"}]
     assert "sent to bob@example.org" in content_text(model.prompts[1][-1].content)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_edit_rewrites_the_call_in_the_transcript(mode):
+    log: list = []
+    model, graph, config = start(mode, log, interrupt_before_tools=True)
+    (proposed,) = graph.get_state(config).values["messages"][-1].tool_calls
+    edited = {"name": "send_email", "args": {"to": "bob@example.org", "body": "hello"}}
+    out = graph.invoke(
+        Command(resume={"decisions": [{"type": "edit", "edited_action": edited}]}), config
+    )
+    replies = [m for m in out["messages"] if isinstance(m, AIMessage)]
+    (call,) = replies[0].tool_calls
+    assert (call["name"], call["args"], call["id"]) == (
+        "send_email",
+        edited["args"],
+        proposed["id"],
+    )
+    (result,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert result.tool_call_id == proposed["id"]
+    assert len(replies) == 2  # the edited reply replaced the proposal, it was not added
+    # The model's next prompt shows the call that ran, not the one it proposed.
+    prompt = "\n".join(content_text(m.content) for m in model.prompts[1])
+    if mode != "native":
+        assert "bob@example.org" in prompt.split("sent to")[0]
+    assert "ann@example.org" not in prompt
+    sent = [c for m in model.prompts[1] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert [c["args"] for c in sent] == ([edited["args"]] if mode == "native" else [])
 
 
 @pytest.mark.parametrize("mode", MODES)
