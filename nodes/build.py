@@ -29,7 +29,7 @@ from loopgraphs.context import LoopContext
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.nodes.structured import structured_call
+from loopgraphs.nodes.structured import schema_name, structured_call
 from loopgraphs.state import InputState, OutputState, StructuredOutput
 
 Router = Callable[..., str | list[Send]]
@@ -195,7 +195,14 @@ def _with_structured_response(
         result = yield from structured_call(
             run.chat_model, prompt, settings.response_format, max_calls=3
         )
-        return {**result.state_update(), "structured_response": result.value}
+        update = {**result.state_update(), "structured_response": result.value}
+        if result.value is None:
+            update["status"] = "error"
+            update["error"] = (
+                f"structured output failed: no reply matched {schema_name(settings.response_format)}"
+                f" after {result.calls} model call(s); the answer is kept in 'answer'"
+            )
+        return update
 
     add_step(outer, "respond", respond, settings.retry_policy)
     outer.add_edge(START, name)

@@ -146,3 +146,18 @@ def test_structured_response_in_prompt_modes(mode):
     assert out["structured_response"] == WeatherBaseModel(**WEATHER_DATA)
     (message,) = tool_messages(out)
     assert tool_text(message) == "The weather is sunny and 75°F."
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_a_structured_output_failure_is_reported(mode):
+    """No level yields the schema: the run says so instead of ending "completed"."""
+    model = model_for(mode, [final(mode, "It is sunny."), *["no idea"] * 6])
+    graph = create_react_graph(
+        model, [get_weather], tool_mode=mode, response_format=WeatherBaseModel
+    )
+    out = graph.invoke({"messages": [HumanMessage("Weather?")]})
+    assert out["answer"] == "It is sunny."
+    assert out.get("structured_response") is None
+    assert out["status"] == "error"
+    assert "structured output failed" in out["error"] and "WeatherBaseModel" in out["error"]
+    assert out["llm_calls"] == model.call_count <= 4
