@@ -7,7 +7,6 @@ concurrently (tool calls, branches, claims) add up instead of overwriting each o
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -36,7 +35,10 @@ def empty_usage() -> Usage:
 
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
-    """Reducer: add two usage records field by field (a missing record or count is 0)."""
+    """Reducer: add two usage records field by field (a missing record or count is 0);
+    a ``None`` update resets the record (a run's first step writes it)."""
+    if right is None:
+        return empty_usage()
     a: Mapping[str, Any] = left or {}
     b: Mapping[str, Any] = right or {}
     return {
@@ -73,12 +75,27 @@ class RunOutput(TypedDict, total=False):
     tool_mode: str
 
 
+def add_count(left: int | None, right: int | None) -> int:
+    """Reducer: add a node's count to the run's; a ``None`` update resets it to 0 (a run's
+    first step writes it, so that streamed updates hold plain values)."""
+    if right is None:
+        return 0
+    return int(left or 0) + int(right)
+
+
+def extend_list(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer: add items to a list; a ``None`` update empties it (a run's first step)."""
+    if right is None:
+        return []
+    return [*(left or []), *right]
+
+
 class OutputState(RunOutput, total=False):
     """What every loop returns, with counters that add up what each node reports (the
     nodes of some loops run side by side: Tree-of-Thoughts' branches)."""
 
-    llm_calls: Annotated[int, operator.add]
-    retries: Annotated[int, operator.add]
+    llm_calls: Annotated[int, add_count]
+    retries: Annotated[int, add_count]
     usage: Annotated[Usage, add_usage]
 
 
@@ -126,7 +143,10 @@ class Scratch(TypedDict, total=False):
 
 
 def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
-    """Reducer: a node's ``scratch`` update replaces the values it names."""
+    """Reducer: a node's ``scratch`` update replaces the values it names; one holding a
+    ``fence`` (only a run's first step makes one) starts the new run's bookkeeping afresh."""
+    if right and "fence" in right:
+        return right
     return {**(left or {}), **(right or {})}  # type: ignore[typeddict-item]
 
 
@@ -224,10 +244,11 @@ def starts_run(state: Mapping[str, Any]) -> bool:
 def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """The state update of a run's first step: its own ``update`` over the run's
     ``defaults``, with the counters overwritten (not added to) by the step's own counts
-    and the scratch replaced, so that a new run on an existing thread reports only its
-    own calls and tokens and keeps nothing of the last run's bookkeeping."""
+    and the scratch replaced (it holds the new run's fence, see ``merge_scratch``), so that
+    a new run on an existing thread reports only its own calls and tokens and keeps
+    nothing of the last run's bookkeeping."""
     merged = {**defaults, **update}
-    merged["scratch"] = Overwrite({**defaults.get("scratch", {}), **update.get("scratch", {})})
+    merged["scratch"] = {**defaults.get("scratch", {}), **update.get("scratch", {})}
     merged["llm_calls"] = Overwrite(int(update.get("llm_calls") or 0))
     merged["retries"] = Overwrite(int(update.get("retries") or 0))
     merged["usage"] = Overwrite(add_usage(empty_usage(), update.get("usage")))
@@ -235,6 +256,11 @@ def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> di
 
 
 def start_run(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:
-    """Update for a loop's first node: reset per-run counters and the scratch (with the
-    loop's own starting ``scratch`` values) and check the input."""
-    return opening_update(run_defaults(state, fence, **scratch), {})
+    """Update for a loop's first node: reset per-run counters (``None``, see ``add_count``)
+    and the scratch (with the loop's own starting ``scratch`` values) and check the input."""
+    return {
+        **run_defaults(state, fence, **scratch),
+        "llm_calls": None,
+        "retries": None,
+        "usage": None,
+    }

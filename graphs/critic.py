@@ -9,7 +9,6 @@ concurrently; ``revise`` rewrites the draft from the results.
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -18,7 +17,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
@@ -39,7 +37,14 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
-from loopgraphs.state import LoopState, OutputState, add_usage, scratch_of, start_run
+from loopgraphs.state import (
+    LoopState,
+    OutputState,
+    add_usage,
+    extend_list,
+    scratch_of,
+    start_run,
+)
 
 # Graph steps that must still follow a node (see ``steps_left``).
 DRAFT_STEPS = 1  # generate
@@ -97,7 +102,7 @@ class CriticState(CriticOutput, LoopState, total=False):
     critique: str
     critique_data: dict[str, Any] | None
     pending: list[dict[str, Any]]
-    tool_log: Annotated[list[AnyMessage], operator.add]
+    tool_log: Annotated[list[AnyMessage], extend_list]
 
 
 def _input_text(value: Any) -> str:
@@ -149,7 +154,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             "critique": "",
             "critique_data": None,
             "pending": [],
-            "tool_log": Overwrite([]),
+            "tool_log": None,
         }
         if update["status"] == "running" and not steps_left(state, DRAFT_STEPS):
             update.update(status="max_iterations", answer="")

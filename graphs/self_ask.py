@@ -9,7 +9,6 @@ tools the model calls natively) or, without tools, by the model itself on its ne
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Annotated, Any
@@ -19,7 +18,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
@@ -39,7 +37,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.tool_loop import ToolStep, bound_model, coerce_args, resolve_mode
-from loopgraphs.state import LoopState, OutputState, scratch_of, start_run
+from loopgraphs.state import LoopState, OutputState, extend_list, scratch_of, start_run
 
 # Graph steps that must still follow a node for each route to end within the recursion
 # limit (see ``steps_left``).
@@ -62,7 +60,7 @@ class SelfAskState(SelfAskOutput, LoopState, total=False):
     ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls."""
 
     pending: list[dict[str, Any]]
-    tool_log: Annotated[list[AnyMessage], operator.add]
+    tool_log: Annotated[list[AnyMessage], extend_list]
 
 
 def _without_calls(message: AIMessage) -> AIMessage:
@@ -149,7 +147,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "tool_mode": resolve_mode(run),
             "follow_ups": [],
             "pending": [],
-            "tool_log": Overwrite([]),
+            "tool_log": None,
         }
         if update["status"] == "running" and not steps_left(state, START_STEPS):
             update.update(status="max_iterations", answer="")

@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite, RetryPolicy, Send
+from langgraph.types import RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
@@ -57,13 +57,21 @@ class Branch(TypedDict):
 def extend_candidates(
     left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]]:
-    """Reducer: concurrent ``expand`` tasks add their candidates; ``Overwrite`` resets."""
-    return [*(left or []), *(right or [])]
+    """Reducer: concurrent ``expand`` tasks add their (unscored) candidates; the scored
+    candidates of a level replace them; ``None`` empties the list."""
+    if right is None:
+        return []
+    if right and all(c.get("score") is not None for c in right):
+        return right
+    return [*(left or []), *right]
 
 
 def add_failures(left: list[str] | None, right: list[str] | None) -> list[str]:
-    """Reducer: failures of concurrent tasks add up (one task's error never clobbers another)."""
-    return [*(left or []), *(right or [])]
+    """Reducer: failures of concurrent tasks add up (one task's error never clobbers
+    another); ``None`` empties the list (a run's first step)."""
+    if right is None:
+        return []
+    return [*(left or []), *right]
 
 
 class ToTOutput(OutputState, total=False):
@@ -124,10 +132,10 @@ def build_tot(
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
             "depth": 0,
-            "candidates": Overwrite([]),
+            "candidates": None,
             "best_path": [],
             "stop_reason": "",
-            "failures": Overwrite([]),
+            "failures": None,
         }
         if update["status"] != "error" and not update["problem"]:
             update.update(status="error", error="the last user message has no text")
@@ -229,10 +237,10 @@ def build_tot(
             "best_path": beam[0]["thoughts"],
         }
         if depth >= max_depth:
-            return {**result, "candidates": Overwrite(scored), "stop_reason": "max_depth"}
+            return {**result, "candidates": scored, "stop_reason": "max_depth"}
         if not steps_left(state, LEVEL_STEPS):
-            return {**result, "candidates": Overwrite(scored), "stop_reason": "step_limit"}
-        return {**result, "candidates": Overwrite([])}
+            return {**result, "candidates": scored, "stop_reason": "step_limit"}
+        return {**result, "candidates": None}
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)

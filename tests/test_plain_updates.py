@@ -1,0 +1,48 @@
+"""Streamed updates hold plain values, and a second run on a thread starts from zero.
+
+``stream_mode="updates"`` shows what each node wrote; no LangGraph ``Overwrite`` wrapper
+(or any other internal object) may show there, in any loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Overwrite
+
+from tests.test_custom_state import TOOL_LOOPS, build, start
+
+LOOPS = (*TOOL_LOOPS, "cot", "tot")
+PLAIN = (str, int, float, bool, type(None), BaseMessage)
+
+
+def wrappers(value: Any) -> list[Any]:
+    """Every value inside ``value`` that is not plain data or a message."""
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in wrappers(item)]
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in wrappers(item)]
+    return [] if isinstance(value, PLAIN) else [value]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_updates_hold_plain_values(loop):
+    chunks = list(build(loop, "native").stream(start(fruits=[]), stream_mode="updates"))
+    assert chunks
+    odd = [found for chunk in chunks for found in wrappers(chunk)]
+    assert not [found for found in odd if isinstance(found, Overwrite)]
+    assert odd == []
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_second_run_on_a_thread_counts_only_its_own_calls(loop):
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": f"again-{loop}"}}
+    first = build(loop, "native", checkpointer=saver).invoke(start(fruits=[]), config)
+    second = build(loop, "native", checkpointer=saver).invoke(start(), config)
+    assert first["llm_calls"] == second["llm_calls"] > 0
+    assert first["usage"]["output_tokens"] == second["usage"]["output_tokens"] > 0
+    assert second["retries"] == 0
