@@ -313,7 +313,7 @@ def build_plan_execute(
     builder = new_graph(PlanExecuteState, PlanExecuteOutput, options or {})
     builder.add_node("prepare", prepare)
     add_step(builder, "plan", plan, policy)
-    add_step(builder, "execute", execute, policy)
+    add_step(builder, "execute", execute, policy, subgraph=react.graph)
     add_step(builder, "synthesize", synthesize, policy)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", lambda state: "plan", ["plan"])

@@ -257,7 +257,7 @@ def build_reflexion(
     policy = settings.retry_policy
     builder = new_graph(ReflexionState, ReflexionOutput, options or {})
     builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy)
+    add_step(builder, "generate", generate, policy, subgraph=react.graph)
     add_step(builder, "evaluate", evaluate, policy)
     add_step(builder, "reflect", reflect, policy)
     builder.add_edge(START, "prepare")

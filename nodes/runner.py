@@ -246,6 +246,7 @@ def as_node(
     guarded: bool = True,
     begin: Begin | None = None,
     totals: bool = False,
+    subgraph: Runnable[Any, Any] | None = None,
 ) -> RunnableCallable:
     """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
@@ -255,13 +256,19 @@ def as_node(
     run with ``status="error"`` (see ``guard``). With ``begin`` the node also starts
     the run when it is the run's first step (see ``opening``). Logic reports the model
     calls and tokens it spent; with ``totals`` the node writes them as the run's new
-    totals (see ``loopgraphs.state.add_totals``).
+    totals (see ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the
+    logic runs (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it
+    inside the node.
     """
     run = guard(logic, policy) if guarded else logic
     if begin is not None:
         run = opening(begin, run)
 
     def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        # Reading ``subgraph`` here is what shows it: LangGraph finds a node's subgraph
+        # (for xray drawings and ``get_state(subgraphs=True)``) among the names its
+        # function reads.
+        assert subgraph is None or subgraph is not run
         update = run_sync(run(state, config, runtime), config)
         return add_totals(state, update) if totals else update
 
@@ -282,12 +289,14 @@ def add_step(
     policy: RetryPolicy | None,
     *,
     begin: Begin | None = None,
+    subgraph: Runnable[Any, Any] | None = None,
 ) -> None:
     """Add generator logic as a guarded node retried by ``policy`` (and starting the run
-    when it comes first, with ``begin``). Its counts are added up the graph's way: by the
-    state's reducers, or as running totals when the counters have none."""
+    when it comes first, with ``begin``; drawn with the compiled ``subgraph`` it runs).
+    Its counts are added up the graph's way: by the state's reducers, or as running
+    totals when the counters have none."""
     totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
-    node = as_node(name, logic, policy, begin=begin, totals=totals)
+    node = as_node(name, logic, policy, begin=begin, totals=totals, subgraph=subgraph)
     builder.add_node(name, node, retry_policy=policy)
 
 

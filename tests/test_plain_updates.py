@@ -46,3 +46,12 @@ def test_a_second_run_on_a_thread_counts_only_its_own_calls(loop):
     assert first["llm_calls"] == second["llm_calls"] > 0
     assert first["usage"]["output_tokens"] == second["usage"]["output_tokens"] > 0
     assert second["retries"] == 0
+
+
+@pytest.mark.parametrize("loop", ["plan_execute", "reflexion"])
+def test_xray_drawings_expand_the_inner_react(loop):
+    graph = build(loop, "native")
+    flat = graph.get_graph().draw_mermaid()
+    inner = graph.get_graph(xray=True).draw_mermaid()
+    assert "call_tool" not in flat
+    assert "call_tool" in inner and "generate" in inner
