@@ -15,7 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs import create_react_graph
+from loopgraphs import create_react_graph, strip_fence
 from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
 from tests.scripts import MODES, act, final, model_for
@@ -100,3 +100,12 @@ def test_a_json_final_answer_is_plain_text_in_the_transcript():
     )
     assert last_reply(out).content == "42"
     assert "final_answer" not in content_text(last_reply(out).content)
+
+
+def test_strip_fence_shows_tool_output_without_markers():
+    script = [act("native", "lookup", {"key": "a"}), final("native", "done")]
+    out = create_react_graph(model_for("native", script), [lookup]).invoke(start())
+    (result,) = [m for m in out["messages"] if m.type == "tool"]
+    assert result.content.startswith("<<tool_output ")
+    assert strip_fence(result.content) == "value of a"
+    assert strip_fence("plain text") == "plain text"
