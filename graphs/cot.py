@@ -19,19 +19,15 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
+from loopgraphs.nodes.errors import all_failed, failed_requests
+from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.model_call import as_outcome, spent_on
+from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
-from loopgraphs.nodes.runner import (
-    Logic,
-    ModelBatch,
-    ModelCall,
-    add_step,
-    all_failed,
-    failed_requests,
-)
+from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
-from loopgraphs.state import LoopState, OutputState, counted, start_run
+from loopgraphs.state import LoopState, OutputState, start_run
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -84,12 +80,6 @@ def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
     return first[best], votes
 
 
-def _as_reply(value: Any) -> AIMessage:
-    if isinstance(value, AIMessage):
-        return value
-    return AIMessage(content=content_text(getattr(value, "content", value)))
-
-
 def build_cot(
     settings: LoopSettings, self_consistency: int, options: Any = None
 ) -> StateGraph[Any, Any, Any, Any]:
@@ -98,6 +88,9 @@ def build_cot(
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
     def prepare(state: CoTState) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
             **start_run(dict(state), new_fence()),
             "tool_mode": "none",
@@ -111,26 +104,24 @@ def build_cot(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        prompt = [system_message(run, state, prompts.COT_SYSTEM), *as_written(state["messages"])]
+        call = asker(run, state, runtime).call(state["messages"], Form(prompts.COT_SYSTEM))
         if not voting:
-            reply, update = yield from call_model(run.chat_model, prompt)
+            reply, update = yield from call_model(call)
             return {**update, "samples": [content_text(reply.content)], "messages": [reply]}
-        results = yield ModelBatch(
-            [ModelCall(run.chat_model, prompt) for _ in range(self_consistency)]
-        )
-        replies = [_as_reply(r) for r in results if not isinstance(r, BaseException)]
-        if not replies:
+        results = yield ModelBatch([call] * self_consistency)
+        outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
+        if not outcomes:
             raise all_failed(results)
-        update = counted(replies)
+        update = spent_on(outcomes)
         update["llm_calls"] += failed_requests(results)
-        return {**update, "samples": [content_text(r.content) for r in replies]}
+        return {**update, "samples": [content_text(o.reply.content) for o in outcomes]}
 
     def parse(state: CoTState) -> dict[str, Any]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
-        update = {"answers": answers, "answer": answer, "status": "completed"}
+        update: dict[str, Any] = {"answers": answers, "answer": answer, "status": "completed"}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
@@ -148,9 +139,9 @@ def build_cot(
             "messages": [answer_message(AIMessage(state["samples"][index]), answers[index])],
         }
 
-    builder = new_graph(CoTState, CoTOutput, options or {})
+    builder = new_graph(CoTState, CoTOutput, options or {}, loop="cot", settings=settings)
     builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, settings.retry_policy)
+    add_step(builder, "generate", generate, settings.retry_policy, model_step=True)
     builder.add_node("parse", parse)
     builder.add_node("vote", vote)
     builder.add_edge(START, "prepare")

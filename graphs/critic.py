@@ -24,7 +24,9 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
-from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
+from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -36,7 +38,8 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import Level, structured_call
-from loopgraphs.nodes.tool_loop import ToolStep, coerce_args, resolve_mode
+from loopgraphs.nodes.tool_modes import resolve_mode
+from loopgraphs.nodes.tool_step import ToolStep
 from loopgraphs.state import (
     LoopState,
     OutputState,
@@ -45,6 +48,7 @@ from loopgraphs.state import (
     scratch_of,
     start_run,
 )
+from loopgraphs.toolkits.registry import ToolRegistry
 
 # Graph steps that must still follow a node (see ``steps_left``).
 DRAFT_STEPS = 1  # generate
@@ -138,11 +142,26 @@ def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
     return parse_critique(text)
 
 
+def _json_critique_text(tools: ToolRegistry) -> str:
+    return prompts.CRITIQUE_JSON_SYSTEM.format(
+        tools=tools.describe(), fence_note=prompts.FENCE_NOTE
+    )
+
+
+def _text_critique_text(tools: ToolRegistry) -> str:
+    return prompts.CRITIQUE_TEXT_SYSTEM.format(
+        tools=tools.describe(), fence_note=prompts.FENCE_NOTE
+    )
+
+
 def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled CRITIC graph for ``settings``."""
     tools = ToolStep(settings)
 
     def prepare(state: CriticState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
             **start_run(dict(state), new_fence()),
@@ -162,12 +181,12 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
     def conversation(state: dict[str, Any]) -> list[AnyMessage]:
         messages = state["messages"]
-        return as_written(messages[: scratch_of(state).get("transcript_start", len(messages))])
+        return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         reply, update = yield from call_model(
-            run.chat_model, [system_message(run, state, prompts.CHAT_SYSTEM), *conversation(state)]
+            asker(run, state, runtime).call(conversation(state), Form(prompts.CHAT_SYSTEM))
         )
         draft = content_text(reply.content).strip()
         done: dict[str, Any] = {}
@@ -180,7 +199,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
     def critique(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        model = run.chat_model
+        ask = asker(run, state, runtime)
         mode = state.get("tool_mode", "text")
         earlier = state.get("claims", [])
         require = run.tool_choice not in (None, "auto") and not earlier
@@ -201,14 +220,14 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         )
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
-            system = prompts.CRITIQUE_JSON_SYSTEM.format(
-                tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
-            )
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
             result = yield from structured_call(
-                model,
-                [system_message(run, state, system), *conversation(state), request],
+                ask,
+                [*conversation(state), request],
                 RequiredCritique if require else CritiqueReport,
+                instructions=_json_critique_text,
+                tools=run.tools.tools,
+                with_system=True,
                 levels=levels,
                 max_calls=1,
             )
@@ -223,14 +242,14 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                     "critique": text,
                     "critique_data": data,
                 }
-        system = prompts.CRITIQUE_TEXT_SYSTEM.format(
-            tools=run.tools.describe(), fence_note=prompts.FENCE_NOTE
-        )
-        asked = [system_message(run, state, system), *conversation(state), request]
-        reply, update = yield from call_model(model, asked)
+        form = Form(_text_critique_text, tools="prompt")
+        asked = [*conversation(state), request]
+        reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
         if require and not parse_critique(content_text(reply.content)).claims:
             again = HumanMessage(prompts.CRITIQUE_REQUIRED_AGAIN.format(tool=which))
-            reply, second = yield from call_model(model, [*asked, reply, again])
+            reply, second = yield from call_model(
+                ask.call([*asked, reply, again], form, tools=run.tools.tools)
+            )
             update = {
                 "llm_calls": update["llm_calls"] + second["llm_calls"],
                 "usage": add_usage(update["usage"], second["usage"]),
@@ -304,7 +323,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             prompts.REVISE_REQUEST.format(draft=state.get("draft", ""), results=results)
         )
         reply, update = yield from call_model(
-            run.chat_model, [system_message(run, state, system), *conversation(state), request]
+            asker(run, state, runtime).call([*conversation(state), request], Form(system))
         )
         draft = content_text(reply.content).strip() or state.get("draft", "")
         more = number < run.max_iterations and steps_left(state, ROUND_STEPS)
@@ -313,13 +332,20 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
 
     policy = settings.retry_policy
-    builder = new_graph(CriticState, CriticOutput, options or {})
+    builder = new_graph(
+        CriticState,
+        CriticOutput,
+        options or {},
+        loop="critic",
+        settings=settings,
+        tools_node="call_tool",
+    )
     builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy)
-    add_step(builder, "critique", critique, policy)
+    add_step(builder, "generate", generate, policy, model_step=True)
+    add_step(builder, "critique", critique, policy, model_step=True)
     builder.add_node("parse", parse)
     add_step(builder, "call_tool", call_tool, None)
-    add_step(builder, "revise", revise, policy)
+    add_step(builder, "revise", revise, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])

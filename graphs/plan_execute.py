@@ -29,7 +29,8 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import as_written, call_model, system_message
+from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -42,8 +43,9 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import resolve_mode
+from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MIN_ASKED = 3
 PLAN_MAX_ASKED = 7
@@ -178,6 +180,9 @@ def build_plan_execute(
         return plan_done(state) or not steps_left(state, EXECUTE_STEPS)
 
     def prepare(state: PlanExecuteState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         return {
             **start_run(state, new_fence()),
@@ -191,14 +196,21 @@ def build_plan_execute(
     def plan(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         high = min(PLAN_MAX_ASKED, max_steps)
-        instructions = prompts.PLANNER_SYSTEM.format(
-            low=min(PLAN_MIN_ASKED, high),
-            high=high,
-            tools=run.tools.describe() or prompts.PLANNER_NO_TOOLS,
-        )
-        prompt = [system_message(run, state, instructions), *as_written(state["messages"])]
+        low = min(PLAN_MIN_ASKED, high)
+
+        def instructions(tools: ToolRegistry) -> str:
+            listed = tools.describe() or prompts.PLANNER_NO_TOOLS
+            return prompts.PLANNER_SYSTEM.format(low=low, high=high, tools=listed)
+
         result = yield from structured_call(
-            run.chat_model, prompt, Plan, regex_fallback=plan_from_text, max_calls=PLANNER_CALLS
+            asker(run, state, runtime),
+            list(state["messages"]),
+            Plan,
+            instructions=instructions,
+            tools=run.tools.tools,
+            with_system=True,
+            regex_fallback=plan_from_text,
+            max_calls=PLANNER_CALLS,
         )
         steps = list(result.value.steps)[:max_steps] if result.value is not None else []
         return {
@@ -247,7 +259,6 @@ def build_plan_execute(
         index = state.get("current_step", 0)
         room = max_steps - index
         prompt = [
-            system_message(run, state, prompts.REPLAN_SYSTEM.format(room=room)),
             HumanMessage(
                 prompts.REPLAN_USER.format(
                     request=state.get("request", ""),
@@ -257,9 +268,11 @@ def build_plan_execute(
             ),
         ]
         result = yield from structured_call(
-            run.chat_model,
+            asker(run, state, runtime),
             prompt,
             PlanUpdate,
+            instructions=prompts.REPLAN_SYSTEM.format(room=room),
+            with_system=True,
             regex_fallback=update_from_text,
             max_calls=REPLAN_CALLS,
         )
@@ -271,15 +284,13 @@ def build_plan_execute(
         run = settings.for_run(runtime)
         results = state.get("step_results") or []
         latest = next((r["result"] for r in reversed(results) if r["result"]), "")
-        prompt = [
-            system_message(run, state, prompts.SYNTHESIZE_SYSTEM),
-            HumanMessage(
-                prompts.SYNTHESIZE_USER.format(
-                    question=state.get("request", ""), trace=results_text(results), draft=latest
-                )
-            ),
-        ]
-        reply, update = yield from call_model(run.chat_model, prompt)
+        request = HumanMessage(
+            prompts.SYNTHESIZE_USER.format(
+                question=state.get("request", ""), trace=results_text(results), draft=latest
+            )
+        )
+        call = asker(run, state, runtime).call([request], Form(prompts.SYNTHESIZE_SYSTEM))
+        reply, update = yield from call_model(call)
         answer = final_answer_of(content_text(reply.content)) or latest
         return {
             **update,
@@ -310,11 +321,13 @@ def build_plan_execute(
         return "synthesize" if finished(state) else "execute"
 
     policy = settings.retry_policy
-    builder = new_graph(PlanExecuteState, PlanExecuteOutput, options or {})
+    builder = new_graph(
+        PlanExecuteState, PlanExecuteOutput, options or {}, loop="plan_execute", settings=settings
+    )
     builder.add_node("prepare", prepare)
-    add_step(builder, "plan", plan, policy)
+    add_step(builder, "plan", plan, policy, model_step=True)
     add_step(builder, "execute", execute, policy, subgraph=react.graph)
-    add_step(builder, "synthesize", synthesize, policy)
+    add_step(builder, "synthesize", synthesize, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", lambda state: "plan", ["plan"])
     review = ["review_plan"] if approve_plan else []
@@ -325,7 +338,7 @@ def build_plan_execute(
     revise_node = ["replan"] if replan else []
     route(builder, "execute", route_executed, ["execute", *revise_node, "synthesize"])
     if replan:
-        add_step(builder, "replan", revise, policy)
+        add_step(builder, "replan", revise, policy, model_step=True)
         route(builder, "replan", route_replanned, ["execute", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder

@@ -13,18 +13,22 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.nodes.answer_repair import last_result, restated_answer
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
+from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
+from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
@@ -35,23 +39,9 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import (
-    ToolStep,
-    check_history,
-    example_answers,
-    interpret,
-    last_result,
-    model_turn,
-    needs_review,
-    read_reply,
-    required_tool,
-    resolve_mode,
-    restated_answer,
-    review_node,
-    run_registry,
-    tool_budget_spent,
-    without_tool_calls,
-)
+from loopgraphs.nodes.tool_loop import check_history, needs_review, review_node, tool_budget_spent
+from loopgraphs.nodes.tool_modes import example_answers, required_tool, resolve_mode, run_registry
+from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import ReActState, TotalsOutput, run_defaults, scratch_of
 
 TOOL_SELECTION_THRESHOLD = 12
@@ -65,8 +55,11 @@ def build_react(
     options: Any = None,
     *,
     synthesize_answer: bool = False,
+    agent_hooks: bool = True,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The uncompiled ReAct graph for ``settings`` (reused inside other loops)."""
+    """The uncompiled ReAct graph for ``settings`` (reused inside other loops, where
+    ``agent_hooks=False``: the middleware's ``before_agent``/``after_agent`` hooks run
+    around the outer loop)."""
 
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         check_history(state.get("messages") or [])
@@ -87,7 +80,7 @@ def build_react(
             limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request
         )
         result = yield from structured_call(
-            run.chat_model, [HumanMessage(prompt)], choice, max_calls=2
+            asker(run, state, runtime), [HumanMessage(prompt)], choice, max_calls=2
         )
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
@@ -100,7 +93,9 @@ def build_react(
         if needs_selection(state, run) or turns_spent(state, run):
             return {}  # route_generated moves on to select_tools or final_answer
         require = required_tool(run, state, model_default=True)
-        update = yield from model_turn(run, state, state["messages"], require=require)
+        update = yield from model_turn(
+            run, state, state["messages"], require=require, runtime=runtime
+        )
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):
             del update["tool_mode"]
@@ -137,7 +132,9 @@ def build_react(
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
-        update = yield from model_turn(run, state, [*state["messages"], ask], require="none")
+        update = yield from model_turn(
+            run, state, [*state["messages"], ask], require="none", runtime=runtime
+        )
         reply = without_tool_calls(update["messages"][0])
         step = interpret(update.get("tool_mode", "none"), reply)
         answer = step.answer if step.kind == "final" else ""
@@ -157,15 +154,15 @@ def build_react(
         start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
         question = content_text(state["messages"][start - 1].content) if start else ""
-        prompt = [
-            SystemMessage(prompts.SYNTHESIZE_SYSTEM),
-            HumanMessage(
-                prompts.SYNTHESIZE_USER.format(
-                    question=question, trace=trace, draft=state.get("answer", "")
-                )
-            ),
-        ]
-        reply, update = yield from call_model(run.chat_model, prompt)
+        request = HumanMessage(
+            prompts.SYNTHESIZE_USER.format(
+                question=question, trace=trace, draft=state.get("answer", "")
+            )
+        )
+        call = asker(run, state, runtime).call(
+            [request], Form(prompts.SYNTHESIZE_SYSTEM), with_system=False
+        )
+        reply, update = yield from call_model(call)
         text = content_text(reply.content).strip() or state.get("answer", "")
         return {**update, "answer": text, "messages": [answer_message(reply, text)]}
 
@@ -182,8 +179,7 @@ def build_react(
             "selected_tools" not in scratch_of(state)
         )
 
-    def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str:
-        last = state["messages"][-1]
+    def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") == "completed":
             # An answer the model wrote after using tools may be rewritten by synthesis;
             # one a tool ended the run with stands as it is.
@@ -191,18 +187,28 @@ def build_react(
             used_tools = scratch.get("iterations", 0) > 1 and not scratch.get("tool_ended")
             return "synthesize" if synthesize_answer and used_tools else END
         run = settings.for_run(runtime)
-        if isinstance(last, AIMessage) and last.tool_calls:
-            return "review" if needs_review(run, state) else "call_tool"
+        pending = pending_calls(state["messages"])
+        if pending:
+            return "review" if needs_review(run, state) else dispatch(pending)
         if needs_selection(state, run):
             return "select_tools"
         return "final_answer" if turns_spent(state, run) else "generate"
 
-    builder = new_graph(ReActState, TotalsOutput, options or {})
+    builder = new_graph(
+        ReActState,
+        TotalsOutput,
+        options or {},
+        loop="react",
+        settings=settings,
+        tools_node="call_tool",
+        main_step="generate",
+        agent_hooks=agent_hooks,
+    )
     policy = settings.retry_policy
-    add_step(builder, "select_tools", select_tools, policy)
-    add_step(builder, "generate", generate, policy, begin=begin)
+    add_step(builder, "select_tools", select_tools, policy, model_step=True)
+    add_step(builder, "generate", generate, policy, begin=begin, model_step=True)
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_step(builder, "final_answer", final_answer, policy)
+    add_step(builder, "final_answer", final_answer, policy, model_step=True)
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
     # Each run starts in generate, which sets the run up in its first step (see
@@ -218,9 +224,14 @@ def build_react(
     builder.add_edge("call_tool", "generate")
     if review:
         builder.add_node("review", review_node(settings))
-        builder.add_edge("review", "call_tool")
+        route(
+            builder,
+            "review",
+            lambda state: dispatch(pending_calls(state["messages"])),
+            ["call_tool"],
+        )
     if synthesize_answer:
-        add_step(builder, "synthesize", synthesize, policy)
+        add_step(builder, "synthesize", synthesize, policy, model_step=True)
         route(builder, "final_answer", lambda state: "synthesize", ["synthesize"])
         builder.add_edge("synthesize", END)
     else:

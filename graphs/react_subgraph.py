@@ -56,7 +56,9 @@ class ReactSubgraph:
 
     def __init__(self, settings: LoopSettings, options: Mapping[str, Any]) -> None:
         self.settings = dataclasses.replace(settings, response_format=None)
-        self.graph = build_react(self.settings, subgraph_options(options)).compile(name="react")
+        self.graph = build_react(
+            self.settings, subgraph_options(options), agent_hooks=False
+        ).compile(name="react")
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
 

@@ -21,7 +21,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -34,10 +34,12 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.model_call import Asker, ModelCall, asking
+from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text, question_text
-from loopgraphs.nodes.runner import Logic, ModelCall, add_step
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -46,7 +48,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call
-from loopgraphs.nodes.tool_loop import resolve_mode
+from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import LoopState, OutputState, scratch_of, start_run
 
 EVALUATOR_CALLS = 2
@@ -90,12 +92,12 @@ def evaluation_record(evaluation: Evaluation | None) -> dict[str, Any]:
 
 
 def evaluate_answer(
-    model: BaseChatModel, question: str, answer: str, *, max_calls: int = 2
+    model: Asker | BaseChatModel, question: str, answer: str, *, max_calls: int = 2
 ) -> Generator[ModelCall, Any, tuple[Evaluation | None, StructuredResult]]:
     """Judge ``answer`` to ``question``.
 
     Args:
-        model: The evaluating chat model.
+        model: The node's ``Asker`` (its model and middleware), or a chat model.
         question: The user's question.
         answer: The answer to judge (cut to 8,000 characters).
         max_calls: Most model replies spent (a reformat retry needs 2).
@@ -109,24 +111,28 @@ def evaluate_answer(
     """
     check_positive("max_calls", max_calls)
     prompt: list[BaseMessage] = [
-        SystemMessage(prompts.EVALUATE_SYSTEM),
         HumanMessage(
             prompts.EVALUATE_USER.format(question=question, answer=answer[:MAX_ATTEMPT_CHARS])
         ),
     ]
     result = yield from structured_call(
-        model, prompt, Evaluation, regex_fallback=parse_verdict, max_calls=max_calls
+        model,
+        prompt,
+        Evaluation,
+        instructions=prompts.EVALUATE_SYSTEM,
+        regex_fallback=parse_verdict,
+        max_calls=max_calls,
     )
     return result.value, result
 
 
 def reflect_on(
-    model: BaseChatModel, question: str, answer: str, feedback: str
+    model: Asker | BaseChatModel, question: str, answer: str, feedback: str
 ) -> Generator[ModelCall, Any, tuple[str, dict[str, Any]]]:
     """Write a reflection on a rejected answer with one model call.
 
     Args:
-        model: The chat model.
+        model: The node's ``Asker`` (its model and middleware), or a chat model.
         question: The user's question.
         answer: The rejected answer (cut to 8,000 characters).
         feedback: The evaluator's feedback.
@@ -137,17 +143,15 @@ def reflect_on(
     Returns:
         The reflection text (never empty) and the ``llm_calls``/``usage`` update.
     """
-    prompt: list[BaseMessage] = [
-        SystemMessage(prompts.REFLECT_SYSTEM),
-        HumanMessage(
-            prompts.REFLECT_USER.format(
-                question=question,
-                answer=answer[:MAX_ATTEMPT_CHARS],
-                feedback=feedback.strip() or "none given",
-            )
-        ),
-    ]
-    reply, update = yield from call_model(model, prompt)
+    request = HumanMessage(
+        prompts.REFLECT_USER.format(
+            question=question,
+            answer=answer[:MAX_ATTEMPT_CHARS],
+            feedback=feedback.strip() or "none given",
+        )
+    )
+    call = asking(model).call([request], Form(prompts.REFLECT_SYSTEM), with_system=False)
+    reply, update = yield from call_model(call)
     text = normalise_reflection(content_text(reply.content))
     if not text:
         reason = normalise_reflection(feedback) or "no reason given"
@@ -194,6 +198,9 @@ def build_reflexion(
     react = ReactSubgraph(settings, options or {})
 
     def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         messages = state.get("messages", [])
         return {
@@ -232,7 +239,7 @@ def build_reflexion(
         run = settings.for_run(runtime)
         answer = state.get("answer", "")
         verdict, result = yield from evaluate_answer(
-            run.chat_model, state.get("request", ""), answer, max_calls=EVALUATOR_CALLS
+            asker(run, state, runtime), state.get("request", ""), answer, max_calls=EVALUATOR_CALLS
         )
         record = evaluation_record(verdict)
         update: dict[str, Any] = {
@@ -250,16 +257,18 @@ def build_reflexion(
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(
-            run.chat_model, state.get("request", ""), state.get("answer", ""), feedback
+            asker(run, state, runtime), state.get("request", ""), state.get("answer", ""), feedback
         )
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 
     policy = settings.retry_policy
-    builder = new_graph(ReflexionState, ReflexionOutput, options or {})
+    builder = new_graph(
+        ReflexionState, ReflexionOutput, options or {}, loop="reflexion", settings=settings
+    )
     builder.add_node("prepare", prepare)
     add_step(builder, "generate", generate, policy, subgraph=react.graph)
-    add_step(builder, "evaluate", evaluate, policy)
-    add_step(builder, "reflect", reflect, policy)
+    add_step(builder, "evaluate", evaluate, policy, model_step=True)
+    add_step(builder, "reflect", reflect, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", lambda state: "generate", ["generate"])
     route(builder, "generate", lambda state: "evaluate", ["evaluate"])

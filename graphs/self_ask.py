@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -24,8 +25,10 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
-from loopgraphs.nodes.errors import is_form_rejection
-from loopgraphs.nodes.generate import answer_message, as_written, call_model, system_message
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection
+from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import Logic, add_step
@@ -36,8 +39,10 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
-from loopgraphs.nodes.tool_loop import ToolStep, bound_model, coerce_args, resolve_mode
+from loopgraphs.nodes.tool_modes import resolve_mode
+from loopgraphs.nodes.tool_step import ToolStep
 from loopgraphs.state import LoopState, OutputState, extend_list, scratch_of, start_run
+from loopgraphs.toolkits.registry import ToolRegistry
 
 # Graph steps that must still follow a node for each route to end within the recursion
 # limit (see ``steps_left``).
@@ -81,9 +86,17 @@ def _args_text(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
 
 
-def self_ask_system(settings: LoopSettings, state: Mapping[str, Any], mode: str) -> SystemMessage:
-    """The system prompt of one tool mode."""
-    tools = settings.tools
+@lru_cache(maxsize=64)
+def self_ask_instructions(mode: str) -> Form:
+    """How a Self-Ask turn in ``mode`` is sent: native mode binds the tools; json and text
+    modes describe them in the instructions, rendered from the request's tools."""
+    return Form(
+        lambda tools: self_ask_text(tools, mode), tools="bind" if mode == "native" else "prompt"
+    )
+
+
+def self_ask_text(tools: ToolRegistry, mode: str) -> str:
+    """The loop's own system text in one tool mode, for a set of tools."""
     if mode == "none" or not tools:
         text = prompts.SELF_ASK_SOLO.format(format=prompts.SELF_ASK_FORMAT)
     elif mode == "native":
@@ -100,7 +113,7 @@ def self_ask_system(settings: LoopSettings, state: Mapping[str, Any], mode: str)
             tools=tools.describe(),
             fence_note=prompts.FENCE_NOTE,
         )
-    return system_message(settings, state, text)
+    return text
 
 
 def _record_intermediate(
@@ -141,6 +154,9 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     tools = ToolStep(settings)
 
     def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
             **start_run(dict(state), new_fence(), iterations=0),
@@ -154,29 +170,36 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         return update
 
     def model_turn(
-        run: LoopSettings, state: dict[str, Any], history: Sequence[AnyMessage]
+        run: LoopSettings,
+        state: dict[str, Any],
+        history: Sequence[AnyMessage],
+        runtime: Runtime[Any],
     ) -> Logic:
         """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
+        ask = asker(run, state, runtime)
+        tools = run.tools.tools if mode != "none" else []
+        rejected = 0
         if mode == "native":
+            call = ask.call(
+                history, self_ask_instructions(mode), tools=tools, tool_choice=required(run, state)
+            )
             try:
-                bound = bound_model(run.chat_model, run.tools, required(run, state))
-                reply, update = yield from call_model(
-                    bound, [self_ask_system(run, state, mode), *as_written(history)]
-                )
+                reply, update = yield from call_model(call)
                 return {**update, "messages": [reply], "tool_mode": mode}
             except Exception as exc:
                 if not (run.tool_mode == "auto" and is_form_rejection(exc)):
                     raise
-                mode = "text"
+                rejected, mode = failed_calls(exc), "text"
         reply, update = yield from call_model(
-            run.chat_model, [self_ask_system(run, state, mode), *as_written(history)]
+            ask.call(history, self_ask_instructions(mode), tools=tools)
         )
+        update["llm_calls"] += rejected
         return {**update, "messages": [reply], "tool_mode": mode}
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        update = yield from model_turn(run, state, state["messages"])
+        update = yield from model_turn(run, state, state["messages"], runtime)
         return {**update, "scratch": {"iterations": scratch_of(state).get("iterations", 0) + 1}}
 
     def required(run: LoopSettings, state: Mapping[str, Any]) -> str | None:
@@ -307,7 +330,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
-        update = yield from model_turn(run, state, [*state["messages"], ask])
+        update = yield from model_turn(run, state, [*state["messages"], ask], runtime)
         reply = update["messages"][0]
         if reply.tool_calls:
             reply = _without_calls(reply)
@@ -335,12 +358,19 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
 
     policy = settings.retry_policy
-    builder = new_graph(SelfAskState, SelfAskOutput, options or {})
+    builder = new_graph(
+        SelfAskState,
+        SelfAskOutput,
+        options or {},
+        loop="self_ask",
+        settings=settings,
+        tools_node="call_tool",
+    )
     builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy)
+    add_step(builder, "generate", generate, policy, model_step=True)
     builder.add_node("parse", parse)
     add_step(builder, "call_tool", call_tool, None)
-    add_step(builder, "final_answer", final_answer, policy)
+    add_step(builder, "final_answer", final_answer, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", lambda state: "parse", ["parse"])

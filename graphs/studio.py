@@ -3,7 +3,10 @@
 Each graph is built without a model: the model, tool mode, tools and budget come from the
 run's context (``LoopContext``), defaulting to the embedded local model and the
 calculator and search tools, so every loop can be picked and configured in Studio. The
-budgets are sized for a small local model; build your own graph for larger ones.
+default model is loaded in a worker thread on the first run that needs it, so that
+``langgraph dev``, which fails blocking calls on its event loop, serves a run without any
+context. The budgets are sized for a small local model; build your own graph for larger
+ones.
 
 There is one module-level graph per loop of the registry, named as the loop
 (``studio.react``, ...), which is what langgraph.json points at.

@@ -24,20 +24,14 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import call_model, system_message, user_system
+from loopgraphs.nodes.errors import all_failed, failed_requests
+from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.text import content_text, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
-from loopgraphs.nodes.runner import (
-    Logic,
-    LogicFactory,
-    add_step,
-    all_failed,
-    as_node,
-    failed_requests,
-    guard,
-)
+from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
-from loopgraphs.state import LoopState, OutputState, counted, start_run
+from loopgraphs.state import LoopState, OutputState, add_usage, empty_usage, start_run
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
@@ -126,6 +120,9 @@ def build_tot(
     policy: RetryPolicy | None = settings.retry_policy
 
     def prepare(state: ToTState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
+        from loopgraphs.nodes.tool_loop import check_history
+
+        check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
             **start_run(state, new_fence()),
             "tool_mode": "none",
@@ -147,33 +144,36 @@ def build_tot(
 
     def expand(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        model = run.chat_model
+        ask = asker(run, state, runtime)
+        form = Form(prompts.TOT_SYSTEM)
         path = list(state["thoughts"])
         shown = render_path(path)
         if generation == "propose":
             text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
-            reply, update = yield from call_model(
-                model, [system_message(run, state, prompts.TOT_SYSTEM), HumanMessage(text)]
-            )
+            reply, update = yield from call_model(ask.call([HumanMessage(text)], form))
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
         else:
             requests = [
-                [
-                    system_message(run, state, prompts.TOT_SYSTEM),
-                    HumanMessage(
-                        prompts.TOT_SAMPLE.format(
-                            problem=state["problem"], path=shown, k=k, n=n_branches
-                        )
-                    ),
-                ]
+                HumanMessage(
+                    prompts.TOT_SAMPLE.format(
+                        problem=state["problem"], path=shown, k=k, n=n_branches
+                    )
+                )
                 for k in range(1, n_branches + 1)
             ]
-            outcomes = yield from in_parallel([call_model(model, prompt) for prompt in requests])
+            outcomes = yield from in_parallel(
+                [call_model(ask.call([request], form)) for request in requests]
+            )
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
                 raise all_failed(outcomes)
             replies = [reply for reply, _ in answered]
-            update = counted(replies)
+            update = {
+                "llm_calls": sum(part["llm_calls"] for _, part in answered),
+                "usage": empty_usage(),
+            }
+            for _, part in answered:
+                update["usage"] = add_usage(update["usage"], part["usage"])
             update["llm_calls"] += failed_requests(outcomes)
             thoughts = [
                 text[:MAX_THOUGHT_CHARS]
@@ -215,15 +215,11 @@ def build_tot(
         if not candidates:
             return {"depth": depth, "stop_reason": "dead_end"}
         paths = [c["thoughts"] for c in candidates]
-        system = user_system(run, state)
+        ask = asker(run, state, runtime)
         if scoring == "batched":
-            scores, update = yield from score_all(
-                run.chat_model, state["problem"], paths, system=system
-            )
+            scores, update = yield from score_all(ask, state["problem"], paths)
         else:
-            scores, update = yield from score_each(
-                run.chat_model, state["problem"], paths, system=system
-            )
+            scores, update = yield from score_each(ask, state["problem"], paths)
         scored = [{**c, "score": float(s)} for c, s in zip(candidates, scores, strict=True)]
         order = sorted(range(len(scored)), key=lambda i: -scored[i]["score"])
         beam = [
@@ -248,7 +244,7 @@ def build_tot(
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=state["problem"], path=render_path(path))
         reply, update = yield from call_model(
-            run.chat_model, [system_message(run, state, prompts.TOT_SYSTEM), HumanMessage(text)]
+            asker(run, state, runtime).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
         )
         said = content_text(reply.content).strip()
         answer = answer_in(said) or said
@@ -296,13 +292,13 @@ def build_tot(
             return END
         return "final_answer" if state.get("stop_reason") else expansions(state)
 
-    builder = new_graph(ToTState, ToTOutput, options or {})
+    builder = new_graph(ToTState, ToTOutput, options or {}, loop="tot", settings=settings)
     builder.add_node("prepare", prepare)
     builder.add_node(
         "expand", as_node("expand", contained(expand), guarded=False), retry_policy=policy
     )
-    add_step(builder, "score_branches", score_branches, policy)
-    add_step(builder, "final_answer", final_answer, policy)
+    add_step(builder, "score_branches", score_branches, policy, model_step=True)
+    add_step(builder, "final_answer", final_answer, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", next_level, ["expand", "final_answer"])
     builder.add_edge("expand", "score_branches")

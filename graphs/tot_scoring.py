@@ -21,10 +21,12 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field
 
 from loopgraphs import prompts
+from loopgraphs.nodes.errors import all_failed, failed_requests
+from loopgraphs.nodes.model_call import Asker, ModelCall
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import (
     MAX_SCORE,
@@ -34,7 +36,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_score,
     parse_scores,
 )
-from loopgraphs.nodes.runner import ModelBatch, ModelCall, all_failed, failed_requests
+from loopgraphs.nodes.runner import ModelBatch
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import add_usage, empty_usage
 
@@ -59,10 +61,6 @@ def render_path(thoughts: Sequence[str], indent: str = "") -> str:
     return "\n".join(f"{indent}Step {i}: {thought}" for i, thought in enumerate(thoughts, 1))
 
 
-def _prompt(system: SystemMessage | None, text: str) -> list[BaseMessage]:
-    return [system, HumanMessage(text)] if system else [HumanMessage(text)]
-
-
 def _raw_text(result: StructuredResult) -> str:
     if not result.replies:
         return ""
@@ -78,22 +76,21 @@ def _check_answered(result: StructuredResult) -> None:
 
 
 def score_one(
-    model: BaseChatModel,
+    model: Asker | BaseChatModel,
     problem: str,
     path: Sequence[str],
     thought: str,
     *,
-    system: SystemMessage | None = None,
     max_calls: int = 1,
 ) -> Generator[ModelCall, Any, tuple[int, dict[str, Any]]]:
     """Rate one proposed step (``thought``) after the steps in ``path``.
 
     Args:
-        model: Any chat model.
+        model: The node's ``Asker`` (the caller's system prompt goes first), or a chat
+            model.
         problem: The task being solved.
         path: The steps before ``thought``.
         thought: The step to rate.
-        system: Optional system prompt placed first.
         max_calls: Model calls allowed (default one).
 
     Returns:
@@ -104,7 +101,12 @@ def score_one(
     """
     text = prompts.TOT_SCORE_ONE.format(problem=problem, path=render_path(path), thought=thought)
     result = yield from structured_call(
-        model, _prompt(system, text), Score, regex_fallback=parse_score, max_calls=max_calls
+        model,
+        [HumanMessage(text)],
+        Score,
+        with_system=True,
+        regex_fallback=parse_score,
+        max_calls=max_calls,
     )
     _check_answered(result)
     value = result.value
@@ -115,20 +117,19 @@ def score_one(
 
 
 def score_all(
-    model: BaseChatModel,
+    model: Asker | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
     *,
-    system: SystemMessage | None = None,
     max_calls: int = 1,
 ) -> Generator[ModelCall, Any, tuple[list[int], dict[str, Any]]]:
     """Rate every candidate of a level in one call.
 
     Args:
-        model: Any chat model.
+        model: The node's ``Asker`` (the caller's system prompt goes first), or a chat
+            model.
         problem: The task being solved.
         candidates: Each candidate's whole line of reasoning (its last step is the new one).
-        system: Optional system prompt placed first.
         max_calls: Model calls allowed (default one).
 
     Returns:
@@ -146,8 +147,9 @@ def score_all(
     text = prompts.TOT_SCORE_ALL.format(problem=problem, candidates=listing, count=count)
     result = yield from structured_call(
         model,
-        _prompt(system, text),
+        [HumanMessage(text)],
         Scores,
+        with_system=True,
         regex_fallback=lambda reply: parse_scores(reply, count),
         max_calls=max_calls,
     )
@@ -159,11 +161,9 @@ def score_all(
 
 
 def score_each(
-    model: BaseChatModel,
+    model: Asker | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
-    *,
-    system: SystemMessage | None = None,
 ) -> Generator[ModelBatch, Any, tuple[list[int], dict[str, Any]]]:
     """Rate every candidate with its own ``score_one`` call, all calls running concurrently.
 
@@ -176,7 +176,7 @@ def score_each(
     if not candidates:
         return [], {"llm_calls": 0, "usage": empty_usage()}
     outcomes = yield from in_parallel(
-        [score_one(model, problem, path[:-1], path[-1], system=system) for path in candidates]
+        [score_one(model, problem, path[:-1], path[-1]) for path in candidates]
     )
     if all(isinstance(outcome, BaseException) for outcome in outcomes):
         raise all_failed(outcomes)

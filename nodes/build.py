@@ -13,9 +13,10 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+import typing_extensions
+from langchain.agents.middleware.types import OmitFromSchema
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -26,8 +27,10 @@ from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.nodes.generate import asker
+from loopgraphs.nodes.hooks import LoopGraph, Wiring, wire
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.runner import Logic, RunnableCallable, add_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import schema_name, structured_call
 from loopgraphs.state import InputState, OutputState, StructuredOutput
@@ -41,31 +44,82 @@ def _fields(schema: type[Any] | None) -> dict[str, Any]:
     return typing.get_type_hints(schema, include_extras=True)
 
 
-def merged(name: str, base: type[Any], extra: type[Any] | None) -> type[Any]:
-    """A TypedDict with the fields of ``base`` and the caller's extra fields (the loop's own
-    fields win on equal names, so its reducers stay in force)."""
-    if extra is None:
+def merged(
+    name: str, base: type[Any], extra: type[Any] | None, more: Mapping[str, Any] | None = None
+) -> type[Any]:
+    """A TypedDict with the fields of ``base``, the caller's ``extra`` fields and ``more``
+    (middleware fields); the loop's own fields win on equal names, so its reducers stay
+    in force."""
+    if extra is None and not more:
         return base
-    fields = {**_fields(extra), **_fields(base)}
+    fields = {**(more or {}), **_fields(extra), **_fields(base)}
     return TypedDict(name, fields, total=False)  # type: ignore[operator]
 
 
+# Fields of LangChain's AgentState, which every middleware schema extends: loopgraphs'
+# state has its own ``messages`` and ``structured_response``; ``jump_to`` comes along.
+AGENT_STATE_FIELDS = ("messages", "structured_response")
+
+
+def middleware_fields(options: Mapping[str, Any], *, leave_out: str = "") -> dict[str, Any]:
+    """The state keys the middleware's ``state_schema``s add, in list order; with
+    ``leave_out="input"`` (or ``"output"``) without those their annotation leaves out of
+    that schema (``OmitFromInput``, ``OmitFromOutput``, ``PrivateStateAttr``)."""
+    fields: dict[str, Any] = {}
+    for middleware in options.get("middleware") or ():
+        for key, hint in _fields(middleware.state_schema).items():
+            if key in AGENT_STATE_FIELDS:
+                continue
+            omitted = [m for m in _metadata(hint) if isinstance(m, OmitFromSchema)]
+            if leave_out and any(getattr(m, leave_out) for m in omitted):
+                continue
+            fields[key] = hint
+    return fields
+
+
+def _metadata(hint: Any) -> tuple[Any, ...]:
+    """The ``Annotated`` metadata of a field, inside ``Required``/``NotRequired`` too."""
+    if typing.get_origin(hint) in (typing_extensions.Required, typing_extensions.NotRequired):
+        hint = typing.get_args(hint)[0]
+    return getattr(hint, "__metadata__", ())
+
+
+def check_middleware_state(loop_state: type[Any], options: Mapping[str, Any], loop: str) -> None:
+    """Refuse a middleware state key that is one of the loop's own keys.
+
+    Raises:
+        ValueError: the clash, naming the key and the middleware.
+    """
+    own = set(_fields(loop_state)) - {"messages", "jump_to"}
+    for middleware in options.get("middleware") or ():
+        for key in _fields(middleware.state_schema):
+            if key in own and key not in AGENT_STATE_FIELDS:
+                raise ValueError(
+                    f"middleware {middleware.name} declares the state key {key!r}, which "
+                    f"{loop} keeps for itself; rename the key in the middleware's state_schema"
+                )
+
+
 def subgraph_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The caller's schemas, for a loop's inner ReAct subgraph."""
-    return {key: options[key] for key in ("state_schema", "context_schema") if options.get(key)}
+    """The caller's schemas and middleware, for a loop's inner ReAct subgraph."""
+    keys = ("state_schema", "context_schema", "middleware")
+    return {key: options[key] for key in keys if options.get(key)}
 
 
 def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
-    """The caller's own state keys (from ``state_schema``), which a loop passes into its
-    inner ReAct runs and copies back from them, so tools can read and update them."""
+    """The caller's own state keys (from ``state_schema``) and the middleware's, which a
+    loop passes into its inner ReAct runs and copies back from them, so tools and hooks
+    can read and update them."""
     own = set(_fields(OutputState)) | set(_fields(InputState))
-    return tuple(key for key in _fields(options.get("state_schema")) if key not in own)
+    keys = [*_fields(options.get("state_schema")), *middleware_fields(options)]
+    return tuple(dict.fromkeys(key for key in keys if key not in own and key != "jump_to"))
 
 
 def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any], Any]]:
     """The reducers of the caller's own state keys that have one (``Annotated[T, f]``)."""
     reducers = {}
-    for key, hint in _fields(options.get("state_schema")).items():
+    hints = {**middleware_fields(options), **_fields(options.get("state_schema"))}
+    for key, hint in hints.items():
         if key in caller_keys(options):
             found = [m for m in getattr(hint, "__metadata__", ()) if callable(m)]
             if found:
@@ -74,16 +128,42 @@ def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any]
 
 
 def new_graph(
-    state: type[Any], output: type[Any], options: Mapping[str, Any]
+    state: type[Any],
+    output: type[Any],
+    options: Mapping[str, Any],
+    *,
+    loop: str = "",
+    settings: LoopSettings | None = None,
+    tools_node: str | None = None,
+    main_step: str | None = None,
+    agent_hooks: bool = True,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The loop's ``StateGraph`` with the caller's state and context schemas applied."""
+    """The loop's ``StateGraph`` with the caller's state and context schemas and the
+    middleware's state keys applied, and the middleware's hooks ready to be wired
+    (``settings.middleware``; ``tools_node`` names the loop's tool step, where a hook may
+    jump; ``main_step`` the model step whose hooks get create_agent's node names, where
+    the agent hooks jump to with "model" (default: the first model step added);
+    ``agent_hooks=False`` for a ReAct run inside another loop)."""
     extra = options.get("state_schema")
-    return StateGraph(
-        merged(state.__name__, state, extra),
+    inputs = middleware_fields(options, leave_out="input")
+    outputs = middleware_fields(options, leave_out="output")
+    check_middleware_state(state, options, loop or state.__name__)
+    builder = LoopGraph(
+        merged(state.__name__, state, extra, middleware_fields(options)),
         context_schema=options.get("context_schema") or LoopContext,
-        input_schema=merged("Input", InputState, extra),
-        output_schema=merged(output.__name__, output, extra),
+        input_schema=merged("Input", InputState, extra, inputs),
+        output_schema=merged(output.__name__, output, extra, outputs),
     )
+    if settings is not None:
+        wire(
+            builder,
+            settings.middleware,
+            loop=loop,
+            tools_node=tools_node,
+            main_step=main_step,
+            agent_hooks=agent_hooks,
+        )
+    return builder
 
 
 def route(
@@ -108,8 +188,25 @@ def route(
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
     guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
+    wiring = getattr(builder, "wiring", None)
+    if wiring is not None:
+        guarded = _through_hooks(guarded, wiring, source)
+        targets = [*targets, *wiring.jump_targets(source).values()]
     path = RunnableCallable(guarded, None, name=router.__name__, trace=False)
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
+
+
+def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
+    """A router whose answers lead through the middleware's hook nodes (see
+    ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
+
+    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
+
+    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+        return wiring.jumped(source, state) or wiring.route_to(router(state))
+
+    return with_runtime if router.__code__.co_argcount > 1 else without_runtime
 
 
 def while_running(target: str) -> Router:
@@ -159,6 +256,8 @@ def compile_loop(
     """
     _check_compile(options)
     name = options.get("name") or default_name
+    if isinstance(builder, LoopGraph):
+        builder.finish_hooks()
     if settings.response_format is not None:
         builder = _with_structured_response(builder, settings, name)
     return builder.compile(
@@ -189,18 +288,22 @@ def _with_structured_response(
             "",
         )
         prompt = [
-            SystemMessage(prompts.RESPOND_SYSTEM),
-            HumanMessage(prompts.RESPOND_USER.format(question=question, answer=state["answer"])),
+            HumanMessage(prompts.RESPOND_USER.format(question=question, answer=state["answer"]))
         ]
         result = yield from structured_call(
-            run.chat_model, prompt, settings.response_format, max_calls=3
+            asker(run, state, runtime),
+            prompt,
+            settings.response_format,
+            instructions=prompts.RESPOND_SYSTEM,
+            max_calls=3,
         )
         update = {**result.state_update(), "structured_response": result.value}
         if result.value is None:
             update["status"] = "error"
+            wanted = schema_name(settings.response_format)
             update["error"] = (
-                f"structured output failed: no reply matched {schema_name(settings.response_format)}"
-                f" after {result.calls} model call(s); the answer is kept in 'answer'"
+                f"structured output failed: no reply matched {wanted} after {result.calls} "
+                "model call(s); the answer is kept in 'answer'"
             )
         return update
 

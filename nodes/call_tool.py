@@ -22,6 +22,7 @@ state's ``scratch`` (``loopgraphs.state.Scratch``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import dataclasses
 import json
@@ -36,12 +37,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.graph import END
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from loopgraphs.nodes.middleware import UnsupportedPath
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
 from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -69,7 +72,8 @@ def fence_output(text: str, fence: str, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -
     Returns:
         The fenced text, with a note saying how much was cut.
     """
-    text = text.replace(fence, "[marker removed]")
+    if fence:
+        text = text.replace(fence, "[marker removed]")
     note = ""
     if len(text) > limit:
         note = f"\n[... truncated {len(text) - limit} of {len(text)} characters]"
@@ -148,6 +152,8 @@ class ToolGuard:
     max_output_chars: int
     loop_break: bool = True
     max_tool_calls: int | None = None
+    tool_wrapper: Callable[[ToolCallRequest, Any], ToolResult] | None = None
+    async_tool_wrapper: Callable[[ToolCallRequest, Any], Awaitable[ToolResult]] | None = None
 
     def before(self, request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
         """The request to run, or the answer given without running the tool."""
@@ -289,33 +295,54 @@ class ToolGuard:
     def wrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], ToolResult]
     ) -> ToolResult:
-        """``wrap_tool_call`` for ``ToolNode``."""
+        """``wrap_tool_call`` for ``ToolNode``: the guard's checks, then the middleware's
+        ``wrap_tool_call`` chain around the tool, within the timeout; a failure becomes an
+        error observation, and the result is fenced and truncated."""
         checked = self.before(request)
         if isinstance(checked, ToolMessage):
             return checked
-        if self.timeout is None:
-            return self.after(checked, execute(checked))
-        context = contextvars.copy_context()
-        future = _pool().submit(context.run, execute, checked)
+        wrapper = self.tool_wrapper
+
+        def run(request: ToolCallRequest) -> ToolResult:
+            return wrapper(request, execute) if wrapper is not None else execute(request)
+
         try:
-            return self.after(checked, future.result(timeout=self.timeout))
+            if self.timeout is None:
+                result = run(checked)
+            else:
+                future = _pool().submit(contextvars.copy_context().run, run, checked)
+                result = future.result(timeout=self.timeout)
         except FutureTimeout:
             return self._timed_out(checked)
+        except Exception as exc:
+            result = self._failed(checked, exc)
+        return self.after(checked, result)
 
     async def awrap(
         self,
         request: ToolCallRequest,
         execute: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
-        """``awrap_tool_call`` for ``ToolNode``."""
+        """``awrap_tool_call`` for ``ToolNode`` (see ``wrap``)."""
         checked = self.before(request)
         if isinstance(checked, ToolMessage):
             return checked
+        wrapper = self.async_tool_wrapper
+        run = wrapper(checked, execute) if wrapper is not None else execute(checked)
         try:
-            result = await _limited(execute(checked), self.timeout)
+            result = await _limited(run, self.timeout)
         except asyncio.TimeoutError:
             return self._timed_out(checked)
+        except Exception as exc:
+            result = self._failed(checked, exc)
         return self.after(checked, result)
+
+    def _failed(self, request: ToolCallRequest, exc: Exception) -> ToolMessage:
+        """The observation for a tool call that raised (after the middleware's chain had
+        its chance to retry or handle it): interrupts and resume errors go on up."""
+        if isinstance(exc, (GraphBubbleUp, UnsupportedPath)) or is_invalid_resume(exc):
+            raise exc
+        return _error(request.tool_call, describe_tool_error(exc))
 
     def _timed_out(self, request: ToolCallRequest) -> ToolMessage:
         message = _error(request.tool_call, f"timed out after {self.timeout:g} s")
@@ -354,10 +381,23 @@ def _pool() -> ThreadPoolExecutor:
     return _timeout_pool
 
 
+def _shutdown_pool() -> None:
+    """At exit: shut the guard's pool down (calls still queued are dropped, so no thread
+    is started for them); threads of calls that timed out end as their tools return."""
+    pool = _timeout_pool
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+atexit.register(_shutdown_pool)
+
+
 def guarded_options(guard: ToolGuard) -> dict[str, Any]:
     """``ToolNode`` keyword arguments that put ``guard`` around every call."""
     return {
-        "handle_tool_errors": describe_tool_error,
+        # Failures reach the middleware's wrappers as the tool raised them; the guard
+        # turns what comes out of the chain into an observation.
+        "handle_tool_errors": False,
         "wrap_tool_call": guard.wrap,
         "awrap_tool_call": guard.awrap,
     }

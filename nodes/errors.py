@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.errors import GraphBubbleUp
@@ -173,3 +174,30 @@ def should_reraise(exc: BaseException, attempt: int, policy: RetryPolicy | None)
         return bool(retry_on(exc))
     classes = retry_on if isinstance(retry_on, (list, tuple)) else (retry_on,)
     return isinstance(exc, tuple(classes))
+
+
+FAILED_CALLS = "loopgraphs_failed_calls"
+
+
+def mark_sent(exc: BaseException, requests: int = 1) -> None:
+    """Record on a model call's exception that ``requests`` were sent (and failed)."""
+    with contextlib.suppress(AttributeError):
+        setattr(exc, FAILED_CALLS, requests)
+
+
+def failed_calls(exc: BaseException) -> int:
+    """How many failed model requests an exception stands for."""
+    return int(getattr(exc, FAILED_CALLS, 0))
+
+
+def all_failed(outcomes: Sequence[Any]) -> BaseException:
+    """The exception to raise when every one of concurrent calls failed, carrying how many
+    requests were sent in all."""
+    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    mark_sent(errors[0], sum(failed_calls(error) for error in errors))
+    return errors[0]
+
+
+def failed_requests(outcomes: Sequence[Any]) -> int:
+    """How many model requests failed among the outcomes of concurrent calls."""
+    return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))

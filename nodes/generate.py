@@ -1,35 +1,36 @@
-"""The generate node's building blocks: the system message and one counted model call."""
+"""The generate node's building blocks: who asks the model (``asker``), the caller's
+system message, and how a reply is shown in the transcript."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
 
+from loopgraphs.nodes.model_call import Asker, call_model
+from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import ModelCall
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import counted
+
+__all__ = [
+    "answer_message",
+    "asker",
+    "call_model",
+    "loop_prompt",
+    "shown_as",
+    "user_system",
+]
 
 
-def call_model(
-    runnable: Runnable[Any, Any], messages: Sequence[BaseMessage]
-) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
-    """Call a model once; return its reply and the ``llm_calls``/``usage`` update."""
-    reply = yield ModelCall(runnable, messages)
-    if not isinstance(reply, AIMessage):
-        reply = AIMessage(content=content_text(getattr(reply, "content", reply)))
-    return reply, counted(reply)
-
-
-RAW_REPLY = "loopgraphs_reply"
-"""Key in ``AIMessage.additional_kwargs`` holding the text a model wrote, where the stored
-message shows something else (the answer of a final reply, the thought of a json- or
-text-mode action)."""
+def asker(run: LoopSettings, state: Mapping[str, Any], runtime: Runtime[Any] | None) -> Asker:
+    """The model calls of one node run: the run's model, the caller's system prompt (as
+    the state makes it), the state and runtime the requests carry, and the run's
+    ``wrap_model_call`` middleware."""
+    known = None if run.middleware.tool_wrapper else run.known_tools
+    return Asker(run.chat_model, user_system(run, state), state, runtime, run.model_chain, known)
 
 
 def answer_message(reply: AIMessage, answer: str) -> AIMessage:
@@ -47,18 +48,6 @@ def shown_as(reply: AIMessage, text: str) -> AIMessage:
     extra = dict(reply.additional_kwargs)
     extra.setdefault(RAW_REPLY, content_text(reply.content))
     return reply.model_copy(update={"content": text, "additional_kwargs": extra})
-
-
-def as_written(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The conversation as the model wrote it: replies stored with a shown text (see
-    ``answer_message``) get their own text back, so that a model reads its earlier turns
-    as it wrote them (and a server's prompt cache finds the same tokens)."""
-    return [
-        m.model_copy(update={"content": m.additional_kwargs[RAW_REPLY]})
-        if isinstance(m, AIMessage) and RAW_REPLY in m.additional_kwargs
-        else m
-        for m in messages
-    ]
 
 
 def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessage | None:
@@ -81,21 +70,3 @@ def loop_prompt(text: str) -> HumanMessage:
     a tool, say), with an id of its own so that the run knows it wrote it (see
     ``loopgraphs.state.starts_run``)."""
     return HumanMessage(text, id=str(uuid.uuid4()))
-
-
-@lru_cache(maxsize=64)
-def _system(text: str) -> SystemMessage:
-    """A system message made once per text (the loops' instructions are a few fixed texts;
-    a message is never changed once made)."""
-    return SystemMessage(text)
-
-
-def system_message(settings: LoopSettings, state: Mapping[str, Any], text: str) -> SystemMessage:
-    """The caller's ``system_prompt`` followed by a loop's own instructions ``text``, as
-    one system message (stable within a run, for prompt caching)."""
-    user = user_system(settings, state)
-    if user is None:
-        return _system(text)
-    if isinstance(user.content, list):
-        return SystemMessage([*user.content, {"type": "text", "text": text}])
-    return SystemMessage(f"{user.content}\n\n{text}")

@@ -10,111 +10,32 @@ duplicating the logic, and without running async code on a foreign event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config
+
+# LangGraph's node callable: a sync and an async path in one node, untraced, the config
+# and runtime passed by parameter name. No public class does all of this (RunnableLambda
+# traces each call as a child run), so loopgraphs imports it here and nowhere else.
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy
 
-from loopgraphs.nodes.errors import describe_error, should_reraise
+from loopgraphs.nodes.errors import (
+    describe_error,
+    failed_calls,
+    should_reraise,
+)
 from loopgraphs.nodes.parsing.text import best_effort_answer
-from loopgraphs.nodes.settings import load_context
+from loopgraphs.nodes.run_context import load_context
 from loopgraphs.state import add_totals, opening_update, starts_run
-
-# LangGraph runs a node with the node's config as the current context (async nodes too,
-# from Python 3.11), where a model call finds it: passing it again only makes LangChain
-# merge two copies of it on every call. Python 3.10 needs it passed to async calls.
-PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    """One call of a chat model (or a runnable built on one) with a list of messages.
-
-    The call runs in the node's config (the current context: callbacks, streaming and
-    tracing see it as the node's child run)."""
-
-    runnable: Runnable[Any, Any]
-    messages: Sequence[BaseMessage]
-
-    def invoke(self, config: RunnableConfig) -> Any:
-        try:
-            return self.runnable.invoke(list(self.messages))
-        except Exception as exc:
-            return _truncated_reply(exc)
-
-    async def ainvoke(self, config: RunnableConfig) -> Any:
-        try:
-            passed = config if PASS_ASYNC_CONFIG else None
-            return await self.runnable.ainvoke(list(self.messages), passed)
-        except Exception as exc:
-            return _truncated_reply(exc)
-
-
-def _truncated_reply(exc: Exception) -> AIMessage:
-    """The reply inside a "length limit reached" error of a structured-output call.
-
-    OpenAI's SDK raises instead of returning a reply cut at ``max_tokens`` when a response
-    format is set; the partial text is still worth parsing (and its tokens were spent),
-    so it is returned as an ordinary reply. Any other exception is re-raised.
-    """
-    completion = getattr(exc, "completion", None)
-    if type(exc).__name__ != "LengthFinishReasonError" or completion is None:
-        if not isinstance(exc, NotImplementedError):
-            mark_sent(exc)
-        raise exc
-    usage = getattr(completion, "usage", None)
-    details = getattr(usage, "prompt_tokens_details", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    output = int(getattr(usage, "completion_tokens", 0) or 0)
-    return AIMessage(
-        content=completion.choices[0].message.content or "",
-        response_metadata={"finish_reason": "length"},
-        usage_metadata={
-            "input_tokens": prompt,
-            "output_tokens": output,
-            "total_tokens": prompt + output,
-            "input_token_details": {"cache_read": int(getattr(details, "cached_tokens", 0) or 0)},
-        },
-    )
-
-
-FAILED_CALLS = "loopgraphs_failed_calls"
-
-
-def mark_sent(exc: BaseException, requests: int = 1) -> None:
-    """Record on a model call's exception that ``requests`` were sent (and failed)."""
-    with contextlib.suppress(AttributeError):
-        setattr(exc, FAILED_CALLS, requests)
-
-
-def failed_calls(exc: BaseException) -> int:
-    """How many failed model requests an exception stands for."""
-    return int(getattr(exc, FAILED_CALLS, 0))
-
-
-def all_failed(outcomes: Sequence[Any]) -> BaseException:
-    """The exception to raise when every one of concurrent calls failed, carrying how many
-    requests were sent in all."""
-    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    mark_sent(errors[0], sum(failed_calls(error) for error in errors))
-    return errors[0]
-
-
-def failed_requests(outcomes: Sequence[Any]) -> int:
-    """How many model requests failed among the outcomes of concurrent calls."""
-    return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))
 
 
 @dataclass(frozen=True)
@@ -131,11 +52,21 @@ class Call:
         return await self.runnable.ainvoke(self.input, config)
 
 
+class Request(Protocol):
+    """What node logic yields: anything the drivers can run sync or async (a model call,
+    see ``loopgraphs.nodes.model_call.ModelCall``; a subgraph run; a batch)."""
+
+    def invoke(self, config: RunnableConfig) -> Any: ...
+
+    async def ainvoke(self, config: RunnableConfig) -> Any: ...
+
+
 @dataclass(frozen=True)
 class ModelBatch:
-    """Several model calls run concurrently; each result is a reply or the exception raised."""
+    """Several model calls run concurrently; each result is an outcome or the exception
+    raised."""
 
-    calls: Sequence[ModelCall]
+    calls: Sequence[Request]
 
     def invoke(self, config: RunnableConfig) -> list[Any]:
         with get_executor_for_config(config) as pool:
@@ -200,13 +131,15 @@ def _capture(func: Callable[..., Any], *args: Any) -> Any:
         return exc
 
 
-Request = ModelCall | Call | ModelBatch | JobBatch
 Logic = Generator[Request, Any, dict[str, Any]]
 LogicFactory = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
 
 
-def run_sync(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
-    """Drive node logic with blocking calls."""
+def run_sync(
+    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+) -> dict[str, Any]:
+    """Drive node logic with blocking calls; the ``Command``s that middleware returned
+    with model responses are added to ``commands``."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -218,10 +151,14 @@ def run_sync(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
             result, error = request.invoke(config), None
         except Exception as exc:
             result, error = None, exc
+        if commands is not None:
+            commands.extend(_commands_of(result))
 
 
-async def run_async(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
-    """Drive node logic with awaited calls."""
+async def run_async(
+    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+) -> dict[str, Any]:
+    """Drive node logic with awaited calls (see ``run_sync``)."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -233,6 +170,14 @@ async def run_async(logic: Logic, config: RunnableConfig) -> dict[str, Any]:
             result, error = await request.ainvoke(config), None
         except Exception as exc:
             result, error = None, exc
+        if commands is not None:
+            commands.extend(_commands_of(result))
+
+
+def _commands_of(result: Any) -> list[Command[Any]]:
+    """The commands a request's result carries (a model call's, or a batch's)."""
+    results = result if isinstance(result, list) else [result]
+    return [command for item in results for command in getattr(item, "commands", None) or ()]
 
 
 Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
@@ -269,15 +214,21 @@ def as_node(
         # (for xray drawings and ``get_state(subgraphs=True)``) among the names its
         # function reads.
         assert subgraph is None or subgraph is not run
-        update = run_sync(run(state, config, runtime), config)
-        return add_totals(state, update) if totals else update
+        commands: list[Command[Any]] = []
+        update = run_sync(run(state, config, runtime), config, commands)
+        return written(state, update, commands)
 
     async def async_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
     ) -> Any:
         await load_context(runtime)
-        update = await run_async(run(state, config, runtime), config)
-        return add_totals(state, update) if totals else update
+        commands: list[Command[Any]] = []
+        update = await run_async(run(state, config, runtime), config, commands)
+        return written(state, update, commands)
+
+    def written(state: dict[str, Any], update: Any, commands: list[Command[Any]]) -> Any:
+        update = add_totals(state, update) if totals else update
+        return [update, *commands] if commands else update
 
     return RunnableCallable(sync_node, async_node, name=name, trace=False)
 
@@ -290,14 +241,18 @@ def add_step(
     *,
     begin: Begin | None = None,
     subgraph: Runnable[Any, Any] | None = None,
+    model_step: bool = False,
 ) -> None:
     """Add generator logic as a guarded node retried by ``policy`` (and starting the run
     when it comes first, with ``begin``; drawn with the compiled ``subgraph`` it runs).
     Its counts are added up the graph's way: by the state's reducers, or as running
-    totals when the counters have none."""
+    totals when the counters have none. A ``model_step`` gets the middleware's
+    ``before_model``/``after_model`` hooks around it (see ``loopgraphs.nodes.hooks``)."""
     totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
     node = as_node(name, logic, policy, begin=begin, totals=totals, subgraph=subgraph)
     builder.add_node(name, node, retry_policy=policy)
+    if model_step and hasattr(builder, "add_model_step"):
+        builder.add_model_step(name)
 
 
 def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:

@@ -8,13 +8,13 @@ the checks live here.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
+from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
@@ -22,15 +22,25 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
-from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from loopgraphs.models import load_model
 from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
 from loopgraphs.nodes.errors import default_retry_policy
+from loopgraphs.nodes.middleware import Middlewares, check_middleware
+from loopgraphs.nodes.model_call import ModelChain
 from loopgraphs.nodes.review import ReviewPolicy, review_policy
+from loopgraphs.nodes.run_context import (
+    DEFAULT_MODEL_SPEC,
+    cached_model,
+    context_model,
+    context_registry,
+    context_values,
+    note_modelless,
+    tool_names,
+)
 from loopgraphs.state import TOOL_MODES
-from loopgraphs.toolkits.registry import ToolRegistry, get_tools
+from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsArg = Sequence[BaseTool | Callable[..., Any]] | None
 SystemPrompt = str | SystemMessage | Callable[[Mapping[str, Any]], str | SystemMessage]
@@ -53,6 +63,11 @@ class LoopOptions(TypedDict, total=False):
             either; placed before the loop's own instructions.
         retry_policy: LangGraph retry policy for model calls; the default retries
             transient provider failures (429, 5xx, dropped connections) 3 times.
+        middleware: LangChain ``AgentMiddleware`` instances (classes or made with
+            ``@before_model``, ``@wrap_model_call``, ...), with create_agent's semantics:
+            every model request goes through ``wrap_model_call``, every tool call through
+            ``wrap_tool_call``; the hooks run around the loop (see the README's
+            Middleware section for where each hook runs in each loop).
     """
 
     checkpointer: BaseCheckpointSaver[Any] | bool | None
@@ -63,6 +78,7 @@ class LoopOptions(TypedDict, total=False):
     response_format: type[Any] | dict[str, Any] | None
     system_prompt: SystemPrompt | None
     retry_policy: RetryPolicy | None
+    middleware: Sequence[AgentMiddleware[Any, Any]] | None
 
 
 class ToolLoopOptions(LoopOptions, total=False):
@@ -119,71 +135,57 @@ class LoopSettings:
     max_tool_calls: int | None = None
     loop_break: bool = True
     response_format: Any = None
+    middleware: Middlewares = field(default_factory=Middlewares)
+
+    def __post_init__(self) -> None:
+        if self.model is None:
+            note_modelless(self)
+
+    @property
+    def known_tools(self) -> frozenset[str] | None:
+        """The names of the tools a run can run, when middleware may change the tools a
+        model is offered (None without ``wrap_model_call`` middleware: nothing to check)."""
+        return frozenset(self.tools.names) if self.model_chain is not None else None
+
+    @property
+    def model_chain(self) -> ModelChain | None:
+        """The run's ``wrap_model_call`` middleware, composed (None without any)."""
+        return self.middleware.model_chain
 
     @property
     def chat_model(self) -> BaseChatModel:
-        """The model, loading the default when the graph was built without one."""
-        return self.model if self.model is not None else _cached_model("local")
+        """The model, loading the default when the graph was built without one.
+
+        Loading is lazy under ``invoke``; under ``ainvoke`` the nodes await
+        ``load_context`` first, which loads it in a worker thread."""
+        return self.model if self.model is not None else cached_model(DEFAULT_MODEL_SPEC)
 
     def for_run(self, runtime: Runtime[Any] | None) -> LoopSettings:
-        """Apply the run's context (``LoopContext`` fields) on top of the factory settings."""
+        """Apply the run's context on top of the factory settings.
+
+        The context's ``model`` (a spec string or a chat model), ``tool_mode``, ``tools``
+        (names of the graph's own tools, then of built-in toolkits) and ``max_iterations``
+        take effect; any other key is the caller's own and is left to the caller's nodes
+        and tools.
+
+        Raises:
+            TypeError, ValueError: a context value is of the wrong type, out of range, or
+                names a tool that neither the graph nor the built-in toolkits have.
+        """
         values = context_values(getattr(runtime, "context", None))
         if not values:
             return self
         changes: dict[str, Any] = {}
-        if values.get("model"):
-            changes["model"] = _cached_model(str(values["model"]))
+        model = values.get("model")
+        if model is not None and not (isinstance(model, str) and not model.strip()):
+            changes["model"] = context_model(model)
         if values.get("tool_mode"):
             changes["tool_mode"] = check_tool_mode(values["tool_mode"])
         if values.get("tools") is not None:
-            changes["tools"] = _cached_registry(tuple(values["tools"]))
+            changes["tools"] = context_registry(self.tools, tool_names(values["tools"]))
         if values.get("max_iterations") is not None:
             changes["max_iterations"] = check_positive("max_iterations", values["max_iterations"])
         return dataclasses.replace(self, **changes) if changes else self
-
-
-def context_values(context: Any) -> Mapping[str, Any]:
-    """The run context as a mapping, whatever its type (dict, dataclass, pydantic)."""
-    if context is None:
-        return {}
-    if isinstance(context, Mapping):
-        return context
-    if dataclasses.is_dataclass(context) and not isinstance(context, type):
-        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
-    if isinstance(context, BaseModel):
-        return dict(context)
-    return {}
-
-
-async def load_context(runtime: Runtime[Any] | None) -> None:
-    """Load the run context's model and tools in a worker thread, so that the sync loading
-    (a server started, a profile read over HTTP, a search index built) never blocks the
-    event loop of an async run; ``for_run`` then finds them cached."""
-    context = getattr(runtime, "context", None)
-    if context is None:
-        return
-    values = context_values(context)
-    if values.get("model"):
-        await asyncio.to_thread(_cached_model, str(values["model"]))
-    if values.get("tools") is not None:
-        await asyncio.to_thread(_cached_tools, tuple(values["tools"]))
-
-
-@lru_cache(maxsize=16)
-def _cached_model(spec: str) -> BaseChatModel:
-    return load_model(spec)
-
-
-@lru_cache(maxsize=16)
-def _cached_tools(names: tuple[str, ...]) -> tuple[BaseTool, ...]:
-    return tuple(get_tools(list(names)))
-
-
-@lru_cache(maxsize=16)
-def _cached_registry(names: tuple[str, ...]) -> ToolRegistry:
-    """One registry per tool set named in a run context (so what is made per registry,
-    such as the model with the tools bound, is made once)."""
-    return ToolRegistry(_cached_tools(names))
 
 
 def check_tool_mode(value: Any) -> str:
@@ -255,6 +257,17 @@ def _check_timeout(value: Any) -> float | None:
     raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {value!r}")
 
 
+def _own_keywords(loop: str) -> list[str]:
+    """The keywords of a loop's factory besides the shared options (its budgets)."""
+    from loopgraphs.graphs.registry import LOOP_SPECS  # the registry imports every loop
+
+    spec = LOOP_SPECS.get(loop)
+    if spec is None:
+        return []
+    parameters = inspect.signature(spec.factory).parameters.values()
+    return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
 def make_settings(
     loop: str,
     model: Any,
@@ -281,12 +294,15 @@ def make_settings(
     unknown = sorted(set(options) - known)
     if unknown:
         names = ", ".join(repr(name) for name in unknown)
+        own = ", ".join(_own_keywords(loop))
         raise TypeError(
-            f"unexpected keyword argument {names} for {loop}; accepted: {', '.join(sorted(known))}"
+            f"unexpected keyword argument {names} for {loop}; accepted: {own}"
+            f"{'; ' if own else ''}and the shared options {', '.join(sorted(known))}"
         )
     if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
-    registry = ToolRegistry(list(tools or ()))
+    middleware = Middlewares(check_middleware(options.get("middleware"), loop))
+    registry = ToolRegistry([*(tools or ()), *middleware.tools])
     policy = options.get("retry_policy")
     if policy is not None and not isinstance(policy, RetryPolicy):
         raise TypeError(
@@ -314,4 +330,5 @@ def make_settings(
         max_tool_calls=None if max_calls is None else check_positive("max_tool_calls", max_calls),
         loop_break=check_flag("loop_break", options.get("loop_break", True)),
         response_format=options.get("response_format"),
+        middleware=middleware,
     )

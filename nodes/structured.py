@@ -17,22 +17,24 @@ which level succeeded and what it cost, and the number of calls never exceeds
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.errors import is_form_rejection
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
+from loopgraphs.nodes.model_call import Asker, ModelCall, as_outcome, asking
+from loopgraphs.nodes.model_send import Form, Instructions
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import ModelCall, failed_calls, mark_sent
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
-from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
+from loopgraphs.state import Usage, add_usage, empty_usage
 
 T = TypeVar("T", bound=BaseModel)
 Level = Literal["native", "json", "text", "failed"]
@@ -109,21 +111,33 @@ def json_schema_of(schema: Any) -> dict[str, Any]:
 
 
 def structured_call(
-    model: BaseChatModel,
-    messages: list[BaseMessage],
+    model: Asker | BaseChatModel,
+    messages: Sequence[BaseMessage],
     schema: Any,
     *,
+    instructions: Instructions = "",
+    tools: Sequence[Any] = (),
+    with_system: bool = False,
     levels: list[Level] | None = None,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     max_calls: int = 5,
 ) -> Generator[ModelCall, Any, StructuredResult]:
     """Ask the model for an object of ``schema``, degrading native → json → text.
 
+    Each attempt is one ``ModelCall`` (through the run's middleware): the native level
+    carries ``response_format=ToolStrategy(schema)``, the json level
+    ``ProviderStrategy(schema)``, the text level none (the schema is asked for in words).
+
     Args:
-        model: Any chat model.
-        messages: The prompt.
+        model: The node's ``Asker`` (see ``loopgraphs.nodes.generate.asker``), or any
+            chat model.
+        messages: The prompt, without a system message.
         schema: A pydantic model (its docstring and field descriptions guide the model),
             a TypedDict or dataclass, or a JSON schema dict.
+        instructions: The loop's system text for the call (or a function of the tools).
+        tools: Tools the instructions describe (the request's ``tools``; they are not
+            bound: the schema is the only tool of the native level).
+        with_system: Whether the caller's system prompt goes first.
         levels: Levels to try, in order; default from the model's profile.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
         max_calls: Hard cap on model calls across all levels.
@@ -135,10 +149,12 @@ def structured_call(
         The validated object (``value``; None when every level failed), the level that
         produced it, and the calls and tokens spent.
     """
+    ask = asking(model)
+    form = Form(instructions)
     result = StructuredResult(value=None, level="failed")
     rejection: BaseException | None = None
     rejected = 0  # requests the provider refused; they count as calls, not as replies
-    for level in levels or available_levels(model):
+    for level in levels or available_levels(ask.model):
         for attempt in range(2):
             if result.calls >= max_calls:
                 result.calls += rejected
@@ -150,24 +166,33 @@ def structured_call(
                 )
             if attempt:
                 prompt.append(HumanMessage(REFORMAT_JSON.format(schema=_schema_text(schema))))
+            call = ask.call(
+                prompt,
+                form,
+                tools=tools,
+                response_format=_strategy(level, schema),
+                with_system=with_system,
+            )
             try:
-                runnable = _runnable(model, schema, level)
-                reply = yield ModelCall(runnable, prompt)
+                outcome = as_outcome((yield call))
             except PARSE_FAILURES:
-                reply = None
+                result.calls += 1
+                continue
             except Exception as exc:
                 if not is_form_rejection(exc):
                     raise
                 rejection = exc
                 rejected += failed_calls(exc)
                 break
-            result.calls += 1
-            raw, data = _unpack(reply, level)
-            if raw is not None:
-                result.replies.append(raw)
-                result.usage = add_usage(result.usage, usage_of(raw))
+            result.calls += outcome.calls
+            result.usage = add_usage(result.usage, outcome.usage)
+            raw = outcome.reply
+            result.replies.append(raw)
+            data = outcome.response.structured_response
+            if level == "text" or data is None:
+                data = extract_json(content_text(raw.content))
             value = _validate(schema, data)
-            if value is None and raw is not None and regex_fallback is not None:
+            if value is None and regex_fallback is not None:
                 value = _validate(schema, regex_fallback(_reply_text(raw)))
             if value is not None:
                 result.value, result.level = value, level
@@ -180,6 +205,23 @@ def structured_call(
     return result
 
 
+_strategies: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+
+def _strategy(level: Level, schema: Any) -> ToolStrategy[Any] | ProviderStrategy[Any] | None:
+    """The response format of a level's request (made once per schema)."""
+    if level == "text":
+        return None
+    key = (level, id(schema))
+    cached = _strategies.get(key)
+    if cached is None or cached[0] is not schema:
+        if len(_strategies) >= 256:
+            _strategies.clear()
+        made = ToolStrategy(schema) if level == "native" else ProviderStrategy(schema)
+        cached = _strategies[key] = (schema, made)
+    return cached[1]  # type: ignore[no-any-return]
+
+
 def _reply_text(reply: AIMessage) -> str:
     """A reply's text, with the arguments of any tool calls appended."""
     args = [json.dumps(call["args"], ensure_ascii=False) for call in reply.tool_calls]
@@ -188,27 +230,3 @@ def _reply_text(reply: AIMessage) -> str:
 
 def _schema_text(schema: Any) -> str:
     return json.dumps(json_schema_of(schema), ensure_ascii=False)
-
-
-def _runnable(model: BaseChatModel, schema: Any, level: Level) -> Any:
-    target = json_schema_of(schema) if isinstance(schema, dict) else schema
-    if level == "native":
-        return model.bind_tools([target], tool_choice=schema_name(schema))
-    if level == "json":
-        return model.with_structured_output(target, method="json_schema", include_raw=True)
-    return model
-
-
-def _unpack(reply: Any, level: Level) -> tuple[AIMessage | None, Any]:
-    if level == "json" and isinstance(reply, dict):
-        raw = reply.get("raw")
-        parsed = reply.get("parsed")
-        if parsed is None and isinstance(raw, AIMessage):
-            parsed = extract_json(content_text(raw.content))
-        return (raw if isinstance(raw, AIMessage) else None), parsed
-    if not isinstance(reply, AIMessage):
-        return None, None
-    if level == "native":
-        calls = reply.tool_calls
-        return reply, (calls[0]["args"] if calls else extract_json(content_text(reply.content)))
-    return reply, extract_json(content_text(reply.content))

@@ -37,7 +37,7 @@ def local_server() -> Iterator[LocalServer]:
     if importlib.util.find_spec("xllamacpp") is None:
         _missing('xllamacpp is not installed: pip install "loopgraphs[local]"')
     try:
-        gguf = find_default_gguf()
+        gguf = find_default_gguf(fetch=False)
     except FileNotFoundError as error:
         _missing(str(error))
     server = LocalServer(gguf, n_parallel=4).start()

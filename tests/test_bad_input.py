@@ -98,8 +98,16 @@ def test_factory_rejects_bad_model_tools_and_unknown_options(name: str) -> None:
             factory(bad_model)
     with pytest.raises(ValueError, match="spec"):
         factory("no_such_provider:model")
-    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'") as caught:
         call_factory(name, no_such_option=1)
+    # The error lists the loop's own keywords (its budgets) as well as the shared ones.
+    own = [
+        p.name
+        for p in inspect.signature(factory).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert own and all(keyword in str(caught.value) for keyword in own), str(caught.value)
+    assert "system_prompt" in str(caught.value)
     if not takes(name, "tools"):
         return
     with pytest.raises(TypeError, match="tools"):

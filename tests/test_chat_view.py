@@ -95,9 +95,7 @@ def test_a_synthesized_answer_is_the_last_message():
 
 def test_a_json_final_answer_is_plain_text_in_the_transcript():
     reply = json.dumps({"thought": "Done.", "action": "final_answer", "action_input": "42"})
-    out = create_react_graph(model_for("json", [reply]), [lookup], tool_mode="json").invoke(
-        start()
-    )
+    out = create_react_graph(model_for("json", [reply]), [lookup], tool_mode="json").invoke(start())
     assert last_reply(out).content == "42"
     assert "final_answer" not in content_text(last_reply(out).content)
 

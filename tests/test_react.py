@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from loopgraphs import create_react_graph
-from loopgraphs.nodes import settings as settings_module
+from loopgraphs.nodes import run_context as settings_module
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
@@ -533,7 +533,7 @@ async def test_a_context_model_is_loaded_off_the_event_loop(monkeypatch):
         loaded_in.append(threading.current_thread())
         return model
 
-    monkeypatch.setattr(settings_module, "_cached_model", load)
+    monkeypatch.setattr(settings_module, "cached_model", load)
     graph = create_react_graph(None, [multiply], tool_mode="native")
     out = await graph.ainvoke({"messages": [("user", "hi")]}, context={"model": "some-spec"})
     assert out["answer"] == "ok" and len(loaded_in) == 1

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from loopgraphs.nodes.runner import ModelCall
+from loopgraphs.nodes.errors import failed_calls
+from loopgraphs.nodes.model_call import Asker
 
 
 class LengthFinishReasonError(Exception):
@@ -32,13 +33,20 @@ def raising(exc: Exception) -> RunnableLambda:
 
 
 async def test_truncated_structured_reply_is_returned_not_raised():
-    call = ModelCall(raising(LengthFinishReasonError()), [])
-    for reply in (call.invoke({}), await call.ainvoke({})):
-        assert reply.content == '{"thought": "cut sh'
-        assert reply.usage_metadata["output_tokens"] == 8
-        assert reply.usage_metadata["input_token_details"]["cache_read"] == 30
+    call = Asker(raising(LengthFinishReasonError())).call([])
+    for outcome in (call.invoke({}), await call.ainvoke({})):
+        assert outcome.reply.content == '{"thought": "cut sh'
+        assert outcome.reply.usage_metadata["output_tokens"] == 8
+        assert outcome.reply.usage_metadata["input_token_details"]["cache_read"] == 30
+        assert outcome.calls == 1
+        assert outcome.usage == {"input_tokens": 40, "output_tokens": 8, "cached_tokens": 30}
 
 
-def test_other_errors_still_raise():
-    with pytest.raises(KeyError):
-        ModelCall(raising(KeyError("x")), []).invoke({})
+async def test_other_errors_still_raise_and_count_as_sent():
+    call = Asker(raising(KeyError("x"))).call([])
+    with pytest.raises(KeyError) as caught:
+        call.invoke({})
+    assert failed_calls(caught.value) == 1
+    with pytest.raises(KeyError) as caught:
+        await call.ainvoke({})
+    assert failed_calls(caught.value) == 1

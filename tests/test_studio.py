@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +12,16 @@ from langgraph.graph.state import CompiledStateGraph
 
 from loopgraphs import LOOPS
 from loopgraphs.graphs import studio
+from loopgraphs.models import find_default_gguf
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
+
+needs_langgraph_dev = pytest.mark.skipif(
+    sys.version_info < (3, 11) or importlib.util.find_spec("langgraph_api") is None,
+    reason="langgraph dev needs langgraph-api, which needs Python 3.11+ "
+    '(pip install "loopgraphs[studio]")',
+)
 
 
 def test_langgraph_json_lists_every_loop():
@@ -26,6 +35,7 @@ def test_langgraph_json_lists_every_loop():
         assert getattr(studio, name).get_name() == name
 
 
+@needs_langgraph_dev
 def test_studio_serves_and_runs_every_loop(langgraph_dev_url, local_server):
     from langgraph_sdk import get_sync_client
 
@@ -45,3 +55,20 @@ def test_studio_serves_and_runs_every_loop(langgraph_dev_url, local_server):
         )
         assert out["status"] in ("completed", "max_iterations"), (graph_id, out.get("error"))
         assert isinstance(out["answer"], str) and out["llm_calls"] >= 1
+
+
+@needs_langgraph_dev
+def test_a_studio_run_without_context_uses_the_default_local_model(langgraph_dev_url, local_server):
+    """Studio's first run: no context at all, so the graph loads its default model, the
+    embedded llama.cpp server, inside ``langgraph dev``, whose event loop fails any blocking
+    call (``BlockingError``): the model must be loaded off the loop."""
+    from langgraph_sdk import get_sync_client
+
+    find_default_gguf(fetch=False)  # on this machine already (local_server skips otherwise)
+    client = get_sync_client(url=langgraph_dev_url, api_key=None)
+    out = client.runs.wait(
+        None, "react", input={"messages": [{"role": "user", "content": "What is 2 + 2?"}]}
+    )
+    assert "Blocking" not in str(out.get("error")), out.get("error")
+    assert out["status"] in ("completed", "max_iterations"), out.get("error")
+    assert isinstance(out["answer"], str) and out["llm_calls"] >= 1

@@ -19,7 +19,7 @@ from langgraph.types import interrupt
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
-from loopgraphs.nodes.tool_loop import sync_step_loop
+from loopgraphs.nodes.tool_step import sync_step_loop
 from tests.fakes import calls, tool_call
 from tests.scripts import act, final, model_for
 

@@ -14,6 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 
 from loopgraphs import create_react_graph
+from loopgraphs.nodes.settings import make_settings
+from loopgraphs.nodes.tool_step import ToolStep
 from tests.compat.fake import FakeToolModel, call, message_text
 from tests.compat.support import (
     MODES,
@@ -91,11 +93,14 @@ def test_node_names():
     assert not names & {"agent", "model", "tools"}
 
 
-def test_call_tool_is_langgraphs_tool_node():
-    """The tool step is LangGraph's ``ToolNode`` itself (as in create_react_agent), so
-    code that inspects ``graph.nodes[...].bound`` finds the node and its tools."""
+def test_call_tool_runs_langgraphs_tool_node():
+    """The tool step runs LangGraph's ``ToolNode`` for the run's tools (see
+    DIFFERENCES.md: the graph node itself is a thin step around it)."""
     graph = create_react_graph(FakeToolModel(turns=[]), [lookup], tool_mode="native")
-    node = graph.nodes["call_tool"].bound
+    step = graph.nodes["call_tool"].bound
+    assert step.name == "call_tool"
+    settings = make_settings("react", FakeToolModel(turns=[]), [lookup], {})
+    node = ToolStep(settings).node_for(settings)
     assert isinstance(node, ToolNode) and list(node.tools_by_name) == ["lookup"]
 
 

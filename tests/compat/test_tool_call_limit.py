@@ -131,7 +131,9 @@ def test_limit_counts_every_tool():
         limit=2,
     )
     out = graph.invoke({"messages": [HumanMessage("Test")]})
-    assert tools.queries == ["q1", "calc 1+1"]
+    # The calls run side by side (their order is not defined); the budget goes to the
+    # first two in the reply's order.
+    assert sorted(tools.queries) == ["calc 1+1", "q1"]
     assert [m.status for m in tool_messages(out)] == ["success", "success", "error", "error"]
 
 

@@ -1,0 +1,99 @@
+"""Answer repair for small models: a final answer that only restates the last tool
+result, the expression the tool computed, or a worked example's answer is replaced by the
+result itself."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    ToolCall,
+    ToolMessage,
+)
+
+from loopgraphs.nodes.call_tool import (
+    unfence,
+)
+from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.state import scratch_of
+
+_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
+
+
+_NOT_KEPT = re.compile(r"[^\w+\-*/^%().]|_")  # \w is a letter, digit or underscore
+
+
+def _squashed(text: str) -> str:
+    """The text lower-cased, with only its letters, digits and ``+-*/^%().`` kept."""
+    return _NOT_KEPT.sub("", text.lower())
+
+
+def _expression(text: str) -> bool:
+    return any(ch.isdigit() for ch in text) and any(op in text for op in "+-*/^%")
+
+
+def _held(observed: str, call: ToolCall) -> str:
+    """What a tool result says (squashed) without its quotes of the call's own arguments
+    (a search echoing its query: "No results for 'Ada Quinlan'.")."""
+    for value in map(str, call["args"].values()):
+        for left, right in ("''", '""', "\u2018\u2019", "\u201c\u201d"):
+            observed = observed.replace(f"{left}{value}{right}", " ")
+    return _squashed(observed)
+
+
+def _last_call(
+    messages: Sequence[AnyMessage], start: int
+) -> tuple[ToolCall | None, ToolMessage | None]:
+    """The run's last tool call that succeeded, and its result (None, None when none did):
+    a repeated call answered from history, say, is an error and is passed over."""
+    calls: dict[str, ToolCall] = {}
+    found: tuple[ToolCall | None, ToolMessage | None] = (None, None)
+    for message in messages[start:]:
+        if isinstance(message, AIMessage):
+            calls.update((call["id"] or "", call) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage) and message.status != "error":
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                found = (call, message)
+    return found
+
+
+def restated_answer(
+    answer: str,
+    messages: Sequence[AnyMessage],
+    start: int,
+    fence: str,
+    *,
+    examples: Sequence[str] = (),
+) -> str:
+    """The final answer, or the last tool result when the answer merely restates it (it
+    is that result, markers included, or is empty, the run's fence marker or the
+    ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
+    small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
+    the worked ``examples``' answers that the result does not hold (beyond quoting the
+    call's own arguments, as in "No results for 'Ada Quinlan'.")."""
+    last_call, result = _last_call(messages, start)
+    if last_call is None or result is None:
+        return answer
+    observed = unfence(content_text(result.content), fence)
+    asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
+    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    said = _squashed(unmarked).removeprefix("finalanswer")
+    copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
+    if not said or said == _squashed(observed) or said in asked or copied:
+        return observed or answer
+    return answer
+
+
+def last_result(state: Mapping[str, Any]) -> str:
+    """The run's last successful tool result, without its fence markers ("" if none)."""
+    messages = state.get("messages") or []
+    scratch = scratch_of(state)
+    for message in reversed(messages[scratch.get("transcript_start") or 0 :]):
+        if isinstance(message, ToolMessage) and message.status != "error":
+            return unfence(content_text(message.content), scratch.get("fence", ""))
+    return ""

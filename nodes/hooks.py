@@ -1,0 +1,337 @@
+"""Middleware hooks as graph nodes: ``before_agent``, ``before_model``, ``after_model`` and
+``after_agent`` run where create_agent runs them.
+
+A loop is built on a ``LoopGraph``: a ``StateGraph`` whose edges know the hook nodes.
+When a loop adds a model-calling step (``add_step(..., model_step=True)``), each
+middleware's ``before_model`` gets a node before it (in list order) and each
+``after_model`` a node after it (in reverse order), so an edge *to* the step enters its
+first ``before_model`` node and the step's own edges leave from its last ``after_model``
+node. ``before_agent`` nodes run after ``START``, ``after_agent`` nodes before ``END``
+(every end of the run goes through them).
+
+Hook updates go through the state's reducers (``RemoveMessage(id=REMOVE_ALL_MESSAGES)``
+clears the transcript, as summarization needs). A hook whose method is declared with
+``can_jump_to`` (``@hook_config`` or the decorators' argument) may return ``jump_to``:
+``"model"`` goes back to the step's first ``before_model`` node, ``"tools"`` to the
+loop's tool node, ``"end"`` ends the run at once: no further model call, the status is
+set (see ``finish``) and the ``after_agent`` nodes run. ``jump_to`` is never part of the
+state a user sees.
+
+The first model step of ReAct (``generate``) gets create_agent's node names
+(``"{name}.before_model"``); the hooks of a loop's other model steps are named after the
+step too (``"{name}.before_model.{step}"``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents.middleware.types import AgentMiddleware
+from langchain_core.messages import AIMessage
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+from loopgraphs.nodes.middleware import Middlewares, defines
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
+from loopgraphs.nodes.runner import RunnableCallable
+from loopgraphs.state import empty_usage, starts_run
+
+JUMPS = ("model", "tools", "end")
+FINISH = "finish"
+
+
+def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
+    """Where a middleware's hook may jump, as its method declares (sync method first)."""
+    for name in (hook, f"a{hook}"):
+        method = getattr(type(middleware), name, None)
+        if method is not None and method is not getattr(AgentMiddleware, name, None):
+            declared = getattr(method, "__can_jump_to__", None)
+            if declared:
+                return list(declared)
+    return []
+
+
+def _hook_node(middleware: AgentMiddleware[Any, Any], hook: str) -> RunnableCallable:
+    """A node running one hook: the sync method under ``invoke``, the async one under
+    ``ainvoke`` (a hook defined only sync runs in a worker thread there, as in
+    create_agent)."""
+    sync = getattr(middleware, hook) if defines(middleware, hook) else None
+    asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
+    return RunnableCallable(sync, asynchronous, name=f"{middleware.name}.{hook}", trace=False)
+
+
+@dataclass
+class Wiring:
+    """Where a loop's edges really start and end once the hook nodes are in."""
+
+    middleware: Middlewares
+    loop: str
+    tools_node: str | None = None
+    agent_hooks: bool = True
+    resets: Mapping[str, Any] = field(default_factory=dict)
+    main_step: str | None = None
+    entries: dict[str, str] = field(default_factory=dict)
+    exits: dict[str, str] = field(default_factory=dict)
+    first_model_step: str | None = None
+    start: str = START
+    end: str = END
+
+    def entry(self, node: Any) -> Any:
+        """The node an edge to ``node`` enters."""
+        if node == END:
+            return self.end
+        return self.entries.get(node, node)
+
+    def exit(self, node: str) -> str:
+        """The node a step's own edges leave from."""
+        return self.exits.get(node, node)
+
+    def exit_hook(self, step: str) -> tuple[AgentMiddleware[Any, Any], list[str]] | None:
+        """The middleware whose ``after_model`` node a step's edges leave from, and where
+        that hook may jump (None when the step has no such node or it cannot jump)."""
+        if step not in self.exits:
+            return None
+        last = self.middleware.with_hook("after_model")[0]
+        jumps = can_jump_to(last, "after_model")
+        return (last, jumps) if jumps else None
+
+    def jump_targets(self, step: str) -> dict[str, str]:
+        """Where a jump from the hook a step's edges leave from goes."""
+        found = self.exit_hook(step)
+        if found is None:
+            return {}
+        _, jumps = found
+        targets = {"model": self.entry(step), "tools": self.tools_node or "", "end": FINISH}
+        return {jump: targets[jump] for jump in jumps if targets.get(jump)}
+
+    def jumped(self, step: str, state: Mapping[str, Any]) -> str | None:
+        """The node a ``jump_to`` left by a step's last hook leads to, if any."""
+        wanted = state.get("jump_to")
+        return self.jump_targets(step).get(wanted) if wanted else None
+
+    def route_to(self, target: Any) -> Any:
+        """A router's answer, with step names turned into their entries."""
+        if isinstance(target, Send):
+            return Send(self.entry(target.node), target.arg)
+        if isinstance(target, list):
+            return [self.route_to(item) for item in target]
+        return self.entry(target)
+
+
+class LoopGraph(StateGraph[Any, Any, Any, Any]):
+    """A loop's ``StateGraph``: ``add_edge`` and ``add_conditional_edges`` lead through the
+    middleware's hook nodes (see the module docstring). Without middleware it is a plain
+    ``StateGraph``."""
+
+    wiring: Wiring
+
+    def use(self, wiring: Wiring) -> None:
+        """Set the wiring up: the agent hooks at ``START`` and ``END``."""
+        self.wiring = wiring
+        mw = wiring.middleware
+        after = mw.with_hook("after_agent") if wiring.agent_hooks else []
+        if after:
+            names = [f"{m.name}.after_agent" for m in after]
+            for m, name in zip(after, names, strict=True):
+                StateGraph.add_node(self, name, _hook_node(m, "after_agent"))
+            wiring.end = names[-1]
+            for index in range(len(after) - 1, 0, -1):
+                self._hook_edge(after[index], "after_agent", names[index], names[index - 1])
+            self._hook_edge(after[0], "after_agent", names[0], END)
+        if any("end" in can_jump_to(m, hook) for m in mw.items for hook in _HOOK_NAMES):
+            StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))
+            StateGraph.add_edge(self, FINISH, wiring.end)
+
+    def add_model_step(self, step: str) -> None:
+        """Put the ``before_model`` and ``after_model`` hooks around a model step."""
+        wiring = getattr(self, "wiring", None)
+        if wiring is None:
+            return
+        if wiring.first_model_step is None:
+            wiring.first_model_step = wiring.main_step or step
+        suffix = "" if step == wiring.first_model_step else f".{step}"
+        before = wiring.middleware.with_hook("before_model")
+        after = wiring.middleware.with_hook("after_model")
+        names = [f"{m.name}.before_model{suffix}" for m in before]
+        for m, name in zip(before, names, strict=True):
+            StateGraph.add_node(self, name, _hook_node(m, "before_model"))
+        for index, m in enumerate(before):
+            target = names[index + 1] if index + 1 < len(names) else step
+            self._hook_edge(m, "before_model", names[index], target, step=step)
+        if names:
+            wiring.entries[step] = names[0]
+        after_names = [f"{m.name}.after_model{suffix}" for m in after]
+        for m, name in zip(after, after_names, strict=True):
+            StateGraph.add_node(self, name, _hook_node(m, "after_model"))
+        if after_names:
+            StateGraph.add_edge(self, step, after_names[-1])
+            for index in range(len(after) - 1, 0, -1):
+                self._hook_edge(
+                    after[index],
+                    "after_model",
+                    after_names[index],
+                    after_names[index - 1],
+                    step=step,
+                )
+            wiring.exits[step] = after_names[0]
+
+    def finish_hooks(self) -> None:
+        """Wire the ``before_agent`` hooks between ``START`` and the loop's first node, and
+        the last ``after_model`` node of each step to where the step's edges go (call
+        after the loop's own edges are in)."""
+        wiring = getattr(self, "wiring", None)
+        if wiring is None or not wiring.agent_hooks:
+            return
+        before = wiring.middleware.with_hook("before_agent")
+        if not before:
+            return
+        names = [f"{m.name}.before_agent" for m in before]
+        for m, name in zip(before, names, strict=True):
+            StateGraph.add_node(self, name, _hook_node(m, "before_agent"))
+        StateGraph.add_edge(self, START, names[0])
+        first = wiring.entry(wiring.start)
+        for index, m in enumerate(before):
+            target = names[index + 1] if index + 1 < len(names) else first
+            self._hook_edge(m, "before_agent", names[index], target)
+
+    def _hook_edge(
+        self,
+        middleware: AgentMiddleware[Any, Any],
+        hook: str,
+        source: str,
+        default: str,
+        *,
+        step: str | None = None,
+    ) -> None:
+        """The edge out of a hook node: to ``default``, or where ``jump_to`` says."""
+        wiring = self.wiring
+        jumps = can_jump_to(middleware, hook)
+        if not jumps:
+            StateGraph.add_edge(self, source, default)
+            return
+        if "tools" in jumps and wiring.tools_node is None:
+            raise ValueError(
+                f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but "
+                f"{wiring.loop} has no tool step; use it with a loop that calls tools "
+                "(react, plan_execute, reflexion, self_ask, critic) or drop 'tools' from "
+                "can_jump_to"
+            )
+        model_step = step or wiring.first_model_step
+        targets = {
+            "model": wiring.entry(model_step) if model_step else default,
+            "tools": wiring.tools_node or default,
+            "end": FINISH,
+        }
+
+        def jump(state: dict[str, Any]) -> str:
+            wanted = state.get("jump_to")
+            return targets[wanted] if wanted in jumps and wanted in targets else default
+
+        destinations = [default, *(targets[j] for j in jumps if j in targets)]
+        path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)
+        StateGraph.add_conditional_edges(self, source, path, list(dict.fromkeys(destinations)))
+
+    def add_edge(self, start_key: str | list[str], end_key: str) -> LoopGraph:
+        wiring = getattr(self, "wiring", None)
+        if wiring is None:
+            return super().add_edge(start_key, end_key)  # type: ignore[return-value]
+        if start_key == START:
+            wiring.start = end_key
+            if wiring.agent_hooks and wiring.middleware.with_hook("before_agent"):
+                return self
+            return super().add_edge(START, wiring.entry(end_key))  # type: ignore[return-value]
+        if isinstance(start_key, str) and wiring.jump_targets(start_key):
+            targets = wiring.jump_targets(start_key)
+            default = wiring.entry(end_key)
+
+            def leave(state: dict[str, Any]) -> str:
+                return wiring.jumped(start_key, state) or default
+
+            path = RunnableCallable(leave, None, name=f"{start_key}.jump", trace=False)
+            destinations = list(dict.fromkeys([default, *targets.values()]))
+            super().add_conditional_edges(wiring.exit(start_key), path, destinations)
+            return self
+        starts = [wiring.exit(k) for k in start_key] if isinstance(start_key, list) else None
+        start = starts if starts is not None else wiring.exit(start_key)  # type: ignore[arg-type]
+        return super().add_edge(start, wiring.entry(end_key))  # type: ignore[return-value]
+
+    def add_conditional_edges(self, source: str, path: Any, path_map: Any = None) -> LoopGraph:
+        wiring = getattr(self, "wiring", None)
+        if wiring is None:
+            return super().add_conditional_edges(source, path, path_map)  # type: ignore[return-value]
+        mapped = [wiring.entry(target) for target in path_map] if path_map else path_map
+        if inspect.isfunction(path):
+            path = _mapped_router(path, wiring)
+        return super().add_conditional_edges(  # type: ignore[return-value]
+            wiring.exit(source), path, mapped
+        )
+
+
+def _mapped_router(router: Any, wiring: Wiring) -> Any:
+    """A plain router function whose answers lead through the hook nodes (its parameters
+    kept, as LangGraph passes the runtime by name)."""
+    if router.__code__.co_argcount > 1:
+
+        def with_runtime(state: Any, runtime: Any) -> Any:
+            return wiring.route_to(router(state, runtime))
+
+        return with_runtime
+
+    def without_runtime(state: Any) -> Any:
+        return wiring.route_to(router(state))
+
+    return without_runtime
+
+
+_HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def _finish_node(resets: Mapping[str, Any]) -> RunnableCallable:
+    """The node a jump to ``"end"`` goes to: the run ends with the transcript's last
+    answer (``completed`` when the last message is an answer, else ``max_iterations``).
+    A jump before the run's first step also resets the run's counters (``resets``)."""
+
+    def finish(state: dict[str, Any]) -> dict[str, Any]:
+        new_run = starts_run(state)
+        if not new_run and state.get("status") != "running":
+            return {}  # the run had already ended
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        answered = isinstance(last, AIMessage) and not last.tool_calls
+        text = content_text(last.content).strip() if answered and last is not None else ""
+        update = {
+            "status": "completed" if answered else "max_iterations",
+            "answer": text or best_effort_answer(messages),
+            "error": "",
+        }
+        return {**resets, **update} if new_run else update
+
+    return RunnableCallable(finish, None, name=FINISH, trace=False)
+
+
+def wire(
+    builder: StateGraph[Any, Any, Any, Any],
+    middleware: Middlewares,
+    *,
+    loop: str,
+    tools_node: str | None = None,
+    main_step: str | None = None,
+    agent_hooks: bool = True,
+) -> None:
+    """Start a loop's hook wiring, before its nodes and edges are added (no-op without
+    hooks). ``agent_hooks=False`` leaves ``before_agent``/``after_agent`` out (ReAct run
+    inside another loop: they run around the outer loop)."""
+    hooks = _HOOK_NAMES if agent_hooks else ("before_model", "after_model")
+    if not isinstance(builder, LoopGraph) or not any(middleware.with_hook(h) for h in hooks):
+        return
+    totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
+    zero = {"llm_calls": 0, "retries": 0, "usage": empty_usage()}
+    resets = zero if totals else dict.fromkeys(zero)
+    builder.use(Wiring(middleware, loop, tools_node, agent_hooks, resets, main_step=main_step))
+
+
+__all__ = ["FINISH", "LoopGraph", "Wiring", "can_jump_to", "wire"]

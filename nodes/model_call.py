@@ -1,0 +1,277 @@
+"""The one path every model request of every loop takes.
+
+A loop asks for a reply by yielding a ``ModelCall``: a LangChain ``ModelRequest`` (model,
+messages, the caller's system message, tools, tool choice, response format, state,
+runtime) and the ``Form`` of the loop's call (its own instructions, and how the request's
+tools reach the model; see ``loopgraphs.nodes.model_send``). The request goes through the
+run's ``wrap_model_call`` chain (LangChain middleware, the first one outermost; empty
+without middleware), and the innermost handler sends it.
+
+The handler counts each request it sends and its tokens; a middleware that answers
+without calling it sends none, one that retries sends several. ``ModelCall`` returns an
+``Outcome`` with the response, the requests sent and their usage, and the ``Command``s
+that middleware returned; an exception escaping the chain carries the number of requests
+it stands for (``loopgraphs.nodes.errors.failed_calls``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from loopgraphs.nodes.errors import mark_sent
+from loopgraphs.nodes.model_send import PLAIN, Form, prepare
+from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
+
+PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
+
+
+@dataclass
+class Spent:
+    """Requests sent by one ``ModelCall`` and the tokens they used."""
+
+    calls: int = 0
+    usage: Usage = field(default_factory=empty_usage)
+
+    def add(self, reply: AIMessage) -> None:
+        self.calls += 1
+        self.usage = add_usage(self.usage, usage_of(reply))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one ``ModelCall`` produced: the response, the requests it sent and their
+    tokens, and the ``Command``s middleware returned with it (state updates to apply)."""
+
+    response: ModelResponse
+    calls: int = 1
+    usage: Usage = field(default_factory=empty_usage)
+    commands: tuple[Command[Any], ...] = ()
+
+    @property
+    def reply(self) -> AIMessage:
+        """The model's reply (the response's first assistant message)."""
+        for message in self.response.result:
+            if isinstance(message, AIMessage):
+                return message
+        text = content_text(self.response.result[0].content) if self.response.result else ""
+        return AIMessage(content=text)
+
+    @property
+    def update(self) -> dict[str, Any]:
+        """The ``llm_calls``/``usage`` update that accounts for this call."""
+        return {"llm_calls": self.calls, "usage": self.usage}
+
+
+def spent_on(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The ``llm_calls``/``usage`` update that accounts for several calls."""
+    usage = empty_usage()
+    for outcome in outcomes:
+        usage = add_usage(usage, outcome.usage)
+    return {"llm_calls": sum(outcome.calls for outcome in outcomes), "usage": usage}
+
+
+def as_outcome(result: Any) -> Outcome:
+    """An ``Outcome`` from what a model call returned (an ``AIMessage`` fed by hand, as in
+    tests, counts as one request)."""
+    if isinstance(result, Outcome):
+        return result
+    reply = result if isinstance(result, AIMessage) else AIMessage(content_text(result))
+    return Outcome(ModelResponse(result=[reply]), 1, usage_of(reply))
+
+
+ModelHandler = Callable[[ModelRequest[Any]], ModelResponse]
+AsyncModelHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse]]
+Chain = Callable[[ModelRequest[Any], ModelHandler], Any]
+AsyncChain = Callable[[ModelRequest[Any], AsyncModelHandler], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ModelChain:
+    """The run's ``wrap_model_call`` middleware composed into one sync and one async
+    wrapper (see ``loopgraphs.nodes.middleware``); each returns the response and the
+    commands the layers added."""
+
+    sync: Callable[[ModelRequest[Any], ModelHandler], tuple[ModelResponse, list[Command[Any]]]]
+    run_async: Callable[
+        [ModelRequest[Any], AsyncModelHandler],
+        Awaitable[tuple[ModelResponse, list[Command[Any]]]],
+    ]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model request of a loop, sent through the run's middleware chain."""
+
+    request: ModelRequest[Any]
+    form: Form = PLAIN
+    chain: ModelChain | None = None
+    known_tools: frozenset[str] | None = None
+
+    def invoke(self, config: RunnableConfig) -> Outcome:
+        spent = Spent()
+
+        def handler(request: ModelRequest[Any]) -> ModelResponse:
+            runnable, prompt, read = prepare(request, self.form, self.known_tools)
+            return read(_sent(spent, lambda: runnable.invoke(prompt)))
+
+        try:
+            if self.chain is None:
+                return Outcome(handler(self.request), spent.calls, spent.usage)
+            response, commands = self.chain.sync(self.request, handler)
+        except Exception as exc:
+            mark_sent(exc, spent.calls)
+            raise
+        return Outcome(response, spent.calls, spent.usage, tuple(commands))
+
+    async def ainvoke(self, config: RunnableConfig) -> Outcome:
+        spent = Spent()
+        passed = config if PASS_ASYNC_CONFIG else None
+
+        async def handler(request: ModelRequest[Any]) -> ModelResponse:
+            runnable, prompt, read = prepare(request, self.form, self.known_tools)
+            try:
+                output = await runnable.ainvoke(prompt, passed)
+            except Exception as exc:
+                output = _truncated_reply(exc, spent)
+            else:
+                _count(spent, output)
+            return read(output)
+
+        try:
+            if self.chain is None:
+                return Outcome(await handler(self.request), spent.calls, spent.usage)
+            response, commands = await self.chain.run_async(self.request, handler)
+        except Exception as exc:
+            mark_sent(exc, spent.calls)
+            raise
+        return Outcome(response, spent.calls, spent.usage, tuple(commands))
+
+
+def _sent(spent: Spent, call: Callable[[], Any]) -> Any:
+    try:
+        output = call()
+    except Exception as exc:
+        return _truncated_reply(exc, spent)
+    _count(spent, output)
+    return output
+
+
+def _count(spent: Spent, output: Any) -> None:
+    raw = output.get("raw") if isinstance(output, dict) else output
+    spent.add(raw if isinstance(raw, AIMessage) else AIMessage(content=""))
+
+
+def _truncated_reply(exc: Exception, spent: Spent) -> AIMessage:
+    """The reply inside a "length limit reached" error of a structured-output call.
+
+    OpenAI's SDK raises instead of returning a reply cut at ``max_tokens`` when a response
+    format is set; the partial text is still worth reading (and its tokens were spent),
+    so it is returned as an ordinary reply. Any other exception is re-raised, counted as
+    a request sent unless the request was refused before it left (``NotImplementedError``:
+    the model class lacks the form).
+    """
+    completion = getattr(exc, "completion", None)
+    if type(exc).__name__ != "LengthFinishReasonError" or completion is None:
+        if not isinstance(exc, NotImplementedError):
+            spent.calls += 1
+        raise exc
+    usage = getattr(completion, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output = int(getattr(usage, "completion_tokens", 0) or 0)
+    reply = AIMessage(
+        content=completion.choices[0].message.content or "",
+        response_metadata={"finish_reason": "length"},
+        usage_metadata={
+            "input_tokens": prompt,
+            "output_tokens": output,
+            "total_tokens": prompt + output,
+            "input_token_details": {"cache_read": int(getattr(details, "cached_tokens", 0) or 0)},
+        },
+    )
+    spent.add(reply)
+    return reply
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Makes one node's model calls: the run's model, the caller's system message, the
+    state and runtime the requests carry, and the run's middleware chain.
+
+    A bare chat model works too (``Asker(model)``): no system message, no middleware.
+    """
+
+    model: BaseChatModel
+    system: SystemMessage | None = None
+    state: Mapping[str, Any] = field(default_factory=dict)
+    runtime: Runtime[Any] | None = None
+    chain: ModelChain | None = None
+    known_tools: frozenset[str] | None = None
+
+    def call(
+        self,
+        messages: Sequence[BaseMessage],
+        form: Form = PLAIN,
+        *,
+        tools: Sequence[Any] = (),
+        tool_choice: Any = None,
+        response_format: Any = None,
+        with_system: bool = True,
+    ) -> ModelCall:
+        """A call of the model with ``messages``, sent the way ``form`` says.
+
+        Args:
+            messages: The conversation (no system message: the caller's goes first, the
+                loop's own instructions are the form's).
+            form: The loop's instructions and how the tools reach the model.
+            tools: The tools offered (bound, in the action schema or in the prompt).
+            tool_choice: ``"required"``, ``"none"``, a tool name or None.
+            response_format: ``ToolStrategy`` or ``ProviderStrategy`` for a
+                structured-output level.
+            with_system: Whether the caller's system message goes first.
+        """
+        request: ModelRequest[Any] = ModelRequest(
+            model=self.model,
+            messages=list(messages),  # type: ignore[arg-type]
+            system_message=self.system if with_system else None,
+            tool_choice=tool_choice,
+            tools=list(tools),
+            response_format=response_format,
+            state=self.state,  # type: ignore[arg-type]
+            runtime=self.runtime,
+        )
+        return ModelCall(request, form, self.chain, self.known_tools if tools else None)
+
+
+def asking(model: Asker | BaseChatModel) -> Asker:
+    """An ``Asker`` for a bare chat model (no system message, no middleware)."""
+    return model if isinstance(model, Asker) else Asker(model)
+
+
+def call_model(call: ModelCall) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
+    """Send one model call; return its reply and the ``llm_calls``/``usage`` update."""
+    outcome = as_outcome((yield call))
+    return outcome.reply, outcome.update
+
+
+__all__ = [
+    "Asker",
+    "ModelCall",
+    "ModelChain",
+    "Outcome",
+    "as_outcome",
+    "asking",
+    "call_model",
+    "spent_on",
+]

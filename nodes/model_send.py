@@ -1,0 +1,288 @@
+"""How the innermost handler sends a model request, in each form a loop asks for.
+
+- with a ``response_format`` (a structured-output level): ``ToolStrategy`` binds the
+  schema as the only tool and makes the model call it, ``ProviderStrategy`` asks for
+  provider-enforced JSON (``with_structured_output(method="json_schema")``);
+- ``Form.tools == "bind"``: ``model.bind_tools(request.tools, tool_choice=...)`` (native
+  function calling; no tools: a plain call);
+- ``"schema"``: one JSON action constrained to ``request.tools`` (json mode);
+- ``"prompt"``: the tools are only described in the prompt (text mode, Self-Ask's text
+  form).
+
+In json and text modes the loop's instructions and worked examples are rendered from the
+request's tools, so a middleware that narrows ``request.tools`` changes what the model is
+offered in every mode. The loop's instructions follow the request's system message (the
+caller's ``system_prompt``) in one system message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
+
+from loopgraphs.nodes.parsing.json_text import extract_json
+from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.toolkits.registry import ToolRegistry
+
+ToolsForm = Literal["bind", "schema", "prompt"]
+Render = Callable[[Sequence[AnyMessage], ToolRegistry], list[BaseMessage]]
+Instructions = str | Callable[[ToolRegistry], str]
+
+
+@dataclass(frozen=True)
+class Form:
+    """How the innermost handler sends a loop's request.
+
+    Attributes:
+        instructions: The loop's own system text for this call (or a function of the
+            request's tools), placed after the request's system message.
+        tools: How ``request.tools`` reach the model: ``"bind"`` (native function
+            calling), ``"schema"`` (one JSON action, schema-constrained) or ``"prompt"``
+            (described in the instructions only).
+        render: For ``"schema"`` and ``"prompt"``: the messages the model reads, made
+            from the request's messages and tools (worked examples, observations as
+            user messages). None: the messages as written.
+        thoughts: Whether a json action has a ``thought`` field.
+    """
+
+    instructions: Instructions = ""
+    tools: ToolsForm = "bind"
+    render: Render | None = None
+    thoughts: bool = True
+
+
+PLAIN = Form()
+
+
+Reader = Callable[[Any], ModelResponse]
+
+
+def prepare(
+    request: ModelRequest[Any], form: Form, known: frozenset[str] | None = None
+) -> tuple[Runnable[Any, Any], list[Any], Reader]:
+    """The runnable to call, its input and how to read its output, for one request.
+
+    Raises:
+        ValueError: the request offers a tool the loop cannot run (``known`` lists the
+            ones it can; None when a ``wrap_tool_call`` middleware may run others).
+    """
+    model = request.model
+    tools = [tool for tool in request.tools if not isinstance(tool, dict)]
+    if known is not None:
+        unknown = [getattr(tool, "name", str(tool)) for tool in tools]
+        unknown = [name for name in unknown if name not in known]
+        if unknown:
+            raise ValueError(
+                f"a middleware offered the model tools the loop cannot run: {unknown}; "
+                f"the loop's tools are {sorted(known)}. Pass them to the factory (or in a "
+                "middleware's `tools`), or run them in a `wrap_tool_call` middleware."
+            )
+    registry = registry_of(tools)
+    text = form.instructions(registry) if callable(form.instructions) else form.instructions
+    system = joined_system(request.system_message, text)
+    head = [system] if system is not None else []
+    strategy = request.response_format
+    if isinstance(strategy, ToolStrategy):
+        target, name = schema_tool(strategy.schema)
+        bound = model.bind_tools([target], tool_choice=name)
+        return bound, [*head, *request.messages], _read_tool_schema
+    if strategy is not None:
+        schema = strategy.schema if isinstance(strategy, ProviderStrategy) else strategy
+        structured = model.with_structured_output(
+            schema_tool(schema)[0], method="json_schema", include_raw=True
+        )
+        return structured, [*head, *request.messages], _read_provider_json
+    if form.tools == "bind" or not registry:
+        settings = request.model_settings
+        runnable: Runnable[Any, Any] = model.bind(**settings) if settings else model
+        if request.tools:
+            runnable = bound_model(model, request.tools, request.tool_choice, settings)
+        return runnable, [*head, *as_written(request.messages)], _read_reply
+    body = form.render(request.messages, registry) if form.render else as_written(request.messages)
+    if form.tools == "schema":
+        schema = action_schema(
+            registry, require=_required(request.tool_choice), thoughts=form.thoughts
+        )
+        structured = model.with_structured_output(schema, method="json_schema", include_raw=True)
+        return structured, [*head, *body], _read_action_json
+    return model, [*head, *body], _read_reply
+
+
+RAW_REPLY = "loopgraphs_reply"
+"""Key in ``AIMessage.additional_kwargs`` holding the text a model wrote, where the stored
+message shows something else (the answer of a final reply, the thought of a json- or
+text-mode action)."""
+
+
+def as_written(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The conversation as the model wrote it: replies stored with a shown text (see
+    ``loopgraphs.nodes.generate.answer_message``) get their own text back, so that a model
+    reads its earlier turns as it wrote them (and a server's prompt cache finds the same
+    tokens)."""
+    return [
+        m.model_copy(update={"content": m.additional_kwargs[RAW_REPLY]})
+        if isinstance(m, AIMessage) and RAW_REPLY in m.additional_kwargs
+        else m
+        for m in messages
+    ]
+
+
+def joined_system(message: SystemMessage | None, text: str) -> SystemMessage | None:
+    """The request's system message followed by the loop's own ``text``, as one message."""
+    if message is None or message.content in ("", []):
+        return _system(text) if text else None
+    if not text:
+        return message
+    if isinstance(message.content, list):
+        return SystemMessage([*message.content, {"type": "text", "text": text}])
+    return SystemMessage(f"{message.content}\n\n{text}")
+
+
+_systems: dict[str, SystemMessage] = {}
+
+
+def _system(text: str) -> SystemMessage:
+    """A system message made once per text (the loops' instructions are a few fixed texts;
+    a message is never changed once made)."""
+    found = _systems.get(text)
+    if found is None:
+        if len(_systems) >= 256:
+            _systems.clear()
+        found = _systems[text] = SystemMessage(text)
+    return found
+
+
+def _required(choice: Any) -> str | None:
+    """A request's ``tool_choice`` as the json action schema reads it: None (the model may
+    answer), ``"required"``, ``"none"`` (answer only) or a tool name."""
+    if choice in (None, "auto"):
+        return None
+    if choice in ("any", "required", True):
+        return "required"
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        return str(name) if name else "required"
+    return str(choice)
+
+
+def schema_tool(schema: Any) -> tuple[Any, str]:
+    """What to bind (or ask the provider for) for a response schema, and its name: a JSON
+    schema dict gets its title, a class (pydantic, TypedDict) is used as it is."""
+    if isinstance(schema, dict):
+        name = str(schema.get("title") or schema.get("name") or "response")
+        return {"title": name, **schema.get("schema", schema)}, name
+    return schema, str(getattr(schema, "__name__", "response"))
+
+
+def _read_reply(output: Any) -> ModelResponse:
+    reply = output if isinstance(output, AIMessage) else AIMessage(content=content_text(output))
+    return ModelResponse(result=[reply])
+
+
+def _read_tool_schema(output: Any) -> ModelResponse:
+    reply = output if isinstance(output, AIMessage) else AIMessage(content=content_text(output))
+    data = (
+        reply.tool_calls[0]["args"]
+        if reply.tool_calls
+        else extract_json(content_text(reply.content))
+    )
+    return ModelResponse(result=[reply], structured_response=data)
+
+
+def _read_provider_json(output: Any) -> ModelResponse:
+    raw = output.get("raw") if isinstance(output, dict) else output
+    parsed = output.get("parsed") if isinstance(output, dict) else None
+    reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
+    if parsed is None:
+        parsed = extract_json(content_text(reply.content))
+    return ModelResponse(result=[reply], structured_response=parsed)
+
+
+def _read_action_json(output: Any) -> ModelResponse:
+    """A json-mode action: the raw reply, with the parsed action as its text when the
+    provider returned only the parsed object."""
+    raw = output.get("raw") if isinstance(output, dict) else output
+    parsed = output.get("parsed") if isinstance(output, dict) else None
+    reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
+    if not content_text(reply.content).strip() and parsed is not None:
+        data = parsed.model_dump() if isinstance(parsed, BaseModel) else parsed
+        reply = reply.model_copy(update={"content": json.dumps(data, ensure_ascii=False)})
+    return ModelResponse(result=[reply])
+
+
+_registries: dict[tuple[int, ...], tuple[list[Any], ToolRegistry]] = {}
+
+
+def registry_of(tools: Sequence[Any]) -> ToolRegistry:
+    """The registry of a request's tools, made once per set of tool objects."""
+    key = tuple(id(tool) for tool in tools)
+    cached = _registries.get(key)
+    if cached is None or any(a is not b for a, b in zip(cached[0], tools, strict=True)):
+        if len(_registries) >= 256:
+            _registries.clear()
+        cached = _registries[key] = (list(tools), ToolRegistry(tools))
+    return cached[1]
+
+
+_bound: dict[tuple[Any, ...], tuple[Any, list[Any], Any]] = {}
+
+
+def bound_model(
+    model: Any, tools: Sequence[Any], choice: Any = None, settings: dict[str, Any] | None = None
+) -> Any:
+    """``model.bind_tools(tools, tool_choice=choice, **settings)``, made once per model,
+    set of tool objects and choice (the entry holds them, so their ids stay theirs)."""
+    key = (id(model), tuple(id(tool) for tool in tools), repr(choice), repr(settings or {}))
+    cached = _bound.get(key)
+    if (
+        cached is None
+        or cached[0] is not model
+        or any(a is not b for a, b in zip(cached[1], tools, strict=True))
+    ):
+        if len(_bound) >= 256:
+            _bound.clear()
+        options = {"tool_choice": choice} if choice is not None else {}
+        bound = model.bind_tools(list(tools), **options, **(settings or {}))
+        cached = _bound[key] = (model, list(tools), bound)
+    return cached[2]
+
+
+def action_schema(
+    registry: ToolRegistry, *, require: str | None = None, thoughts: bool = True
+) -> dict[str, Any]:
+    """JSON schema of one step: one alternative per tool, linking ``action`` to that tool's
+    arguments, plus the final answer unless a tool call is required (``require`` is
+    ``"required"`` or a tool name); ``require="none"`` leaves only the final answer.
+    Constrained decoding against it lets even a very small model produce only valid
+    actions. ``thoughts=False`` leaves out the ``thought`` field."""
+
+    def step(action: str, action_input: dict[str, Any]) -> dict[str, Any]:
+        properties = {"action": {"const": action}, "action_input": action_input}
+        if thoughts:
+            properties = {"thought": {"type": "string"}, **properties}
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    schemas = [] if require == "none" else registry.schemas()
+    if require and require not in ("required", "none"):
+        schemas = [s for s in schemas if s["name"] == require]
+    alternatives = [step(s["name"], s["parameters"]) for s in schemas]
+    if not require or require == "none":
+        alternatives.append(step("final_answer", {"type": "string"}))
+    return {
+        "name": "react_step",
+        "description": "One step: call a tool, or give the final answer.",
+        "schema": {"anyOf": alternatives},
+    }

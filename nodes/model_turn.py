@@ -1,0 +1,187 @@
+"""One ReAct model turn in the run's tool mode, and reading its reply.
+
+``model_turn`` sends the turn through the one model-call path
+(``loopgraphs.nodes.model_call``) in the run's mode, with ``auto`` mode's fallbacks.
+``read_reply`` classifies the reply: tool calls to run (in json and text modes the parsed
+action is attached as an ordinary tool call, so the same ``ToolNode`` path runs it in every
+mode), a final answer, or an unreadable reply."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    ToolCall,
+)
+from langgraph.runtime import Runtime
+
+from loopgraphs.models import capabilities, writes_thoughts
+from loopgraphs.nodes import model_call
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
+from loopgraphs.nodes.generate import asker, shown_as
+from loopgraphs.nodes.model_call import ModelCall, as_outcome
+from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.text import content_text, final_answer_of
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_modes import (
+    first_question,
+    mode_form,
+    resolve_mode,
+    run_registry,
+)
+from loopgraphs.toolkits.registry import ToolRegistry
+
+
+def model_turn(
+    settings: LoopSettings,
+    state: Mapping[str, Any],
+    history: Sequence[AnyMessage],
+    *,
+    require: str | None = None,
+    runtime: Runtime[Any] | None = None,
+) -> Generator[Any, Any, dict[str, Any]]:
+    """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
+    json → text when the provider refuses the form). Models that think better without a
+    written thought (``writes_thoughts``) get json steps without one.
+
+    Returns the state update: the reply (as sent), ``llm_calls``, ``usage``, ``tool_mode``.
+    """
+    model = settings.chat_model
+    registry = run_registry(settings, state)
+    mode = state.get("tool_mode") or resolve_mode(settings)
+    auto = settings.tool_mode == "auto"
+    thoughts = writes_thoughts(model)
+    ask = asker(settings, state, runtime)
+    question = first_question(state, history)
+
+    def call(mode: str, *, constrained: bool = True) -> ModelCall:
+        form = mode_form(mode, thoughts=thoughts, question=question, constrained=constrained)
+        tools = registry.tools if mode in ("native", "json", "text") else []
+        choice = None if mode == "native" and require == "none" else require
+        return ask.call(history, form, tools=tools, tool_choice=choice)
+
+    def turn(outcome: model_call.Outcome, mode: str, rejected: int) -> dict[str, Any]:
+        update = outcome.update
+        update["llm_calls"] += rejected
+        return {**update, "messages": [outcome.reply], "tool_mode": mode}
+
+    rejected = 0  # requests the provider refused before a mode worked
+    if mode == "native":
+        try:
+            return turn(as_outcome((yield call(mode))), mode, rejected)
+        except Exception as exc:
+            if not (auto and is_form_rejection(exc)):
+                raise
+            rejected += failed_calls(exc)
+            mode = "json"
+    constrained = mode == "json" and capabilities(model).structured_output is not False
+    if constrained:
+        try:
+            return turn(as_outcome((yield call(mode))), mode, rejected)
+        except Exception as exc:
+            if not is_form_rejection(exc):
+                mark_sent(exc, failed_calls(exc) + rejected)
+                raise
+            rejected += failed_calls(exc)
+    try:
+        outcome = as_outcome((yield call(mode, constrained=False)))
+    except Exception as exc:
+        mark_sent(exc, failed_calls(exc) + rejected)
+        raise
+    return turn(outcome, mode, rejected)
+
+
+def interpret(mode: str, reply: AIMessage) -> Step:
+    """Read one reply in the run's tool mode; the other grammar is tried as a fallback."""
+    text = content_text(reply.content)
+    if mode == "native":
+        if reply.tool_calls:
+            return Step("action")
+        return Step("final", answer=final_answer_of(text))
+    primary, secondary = (
+        (parse_json_text, parse_react_text)
+        if mode == "json"
+        else (parse_react_text, parse_json_text)
+    )
+    step = primary(text)
+    return step if step.kind != "none" else secondary(text)
+
+
+def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -> dict[str, Any]:
+    """Keyword arguments from a parsed action input: a bare string becomes the value of
+    the tool's only (or only required) parameter, or is decoded as a JSON object."""
+    if isinstance(args, dict):
+        return args
+    tool = registry.get(name)
+    schema = registry.parameters(name) if tool is not None else {}
+    fields = list(schema.get("properties", {}))
+    if tool is not None and not fields:
+        return {}
+    if len(fields) == 1:
+        return {fields[0]: args}
+    try:
+        decoded = json.loads(args)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict):
+        return decoded
+    required = schema.get("required", [])
+    if len(required) == 1:
+        return {required[0]: args}
+    return {"input": args}
+
+
+def with_action(reply: AIMessage, step: Step, registry: ToolRegistry) -> AIMessage:
+    """The model's text reply with its parsed action attached as a tool call; its content
+    is the step's thought (what a chat view shows next to the call), the text the model
+    wrote is kept in ``additional_kwargs[RAW_REPLY]`` (what the model reads back)."""
+    call = ToolCall(
+        name=step.action,
+        args=coerce_args(registry, step.action, step.action_input),
+        id=f"call_{uuid.uuid4().hex[:16]}",
+    )
+    return shown_as(reply, step.thought).model_copy(update={"tool_calls": [call]})
+
+
+def without_tool_calls(message: AIMessage) -> AIMessage:
+    """A reply with its tool calls removed (a final answer must not leave calls open)."""
+    if not message.tool_calls and "tool_calls" not in message.additional_kwargs:
+        return message
+    extra = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
+    return message.model_copy(
+        update={"tool_calls": [], "invalid_tool_calls": [], "additional_kwargs": extra}
+    )
+
+
+Outcome = Literal["tools", "final", "retry", "give_up"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one model reply means for the loop."""
+
+    outcome: Outcome
+    message: AIMessage
+    answer: str = ""
+
+
+def read_reply(
+    mode: str, reply: AIMessage, registry: ToolRegistry, *, require: str | None = None
+) -> Reading:
+    """Classify a reply: tool calls to run, a final answer, or an unreadable reply."""
+    if mode == "none":
+        return Reading("final", reply, content_text(reply.content).strip())
+    if mode == "native" and reply.tool_calls:
+        return Reading("tools", reply)
+    step = interpret(mode, reply)
+    if step.kind == "action" and mode != "native":
+        return Reading("tools", with_action(reply, step, registry))
+    if step.kind == "final" and not (require and mode != "native"):
+        return Reading("final", without_tool_calls(reply), step.answer)
+    return Reading("retry", reply, content_text(reply.content).strip())
