@@ -55,3 +55,11 @@ def test_xray_drawings_expand_the_inner_react(loop):
     inner = graph.get_graph(xray=True).draw_mermaid()
     assert "call_tool" not in flat
     assert "call_tool" in inner and "generate" in inner
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_input_schema_is_what_a_user_fills_in(loop):
+    """Studio renders the input schema as a form: the messages and the caller's own keys,
+    none of the loop's bookkeeping."""
+    fields = set(build(loop, "native").get_input_jsonschema()["properties"])
+    assert fields == {"messages", "fruits", "basket"}
