@@ -126,7 +126,17 @@ class Middlewares:
     def __post_init__(self) -> None:
         wrapping = [m for m in self.items if overrides(m, "wrap_model_call")]
         tool_wrapping = [m for m in self.items if overrides(m, "wrap_tool_call")]
-        object.__setattr__(self, "model_chain", _model_chain(wrapping) if wrapping else None)
+        chain = _model_chain(wrapping) if wrapping else None
+        sync_lacking = [m for m in wrapping if not defines(m, "wrap_model_call")]
+        async_lacking = [m for m in wrapping if not defines(m, "awrap_model_call")]
+        if chain is not None and (sync_lacking or async_lacking):
+            chain = ModelChain(
+                _refusal(sync_lacking, "wrap_model_call", "sync") if sync_lacking else chain.sync,
+                _refusal(async_lacking, "awrap_model_call", "async")
+                if async_lacking
+                else chain.run_async,
+            )
+        object.__setattr__(self, "model_chain", chain)
         sync_missing = [m for m in tool_wrapping if not defines(m, "wrap_tool_call")]
         async_missing = [m for m in tool_wrapping if not defines(m, "awrap_tool_call")]
         sync_tools: ToolWrapper | None = None

@@ -33,6 +33,7 @@ from loopgraphs.nodes.errors import (
     failed_calls,
     should_reraise,
 )
+from loopgraphs.nodes.middleware import UnsupportedPath
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.state import add_totals, opening_update, starts_run
@@ -293,7 +294,7 @@ def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
         try:
             update = yield from logic(state, config, runtime)
         except Exception as exc:
-            if should_reraise(exc, earlier + 1, policy):
+            if should_reraise(exc, earlier + 1, policy) or isinstance(exc, UnsupportedPath):
                 raise
             answer = state.get("answer") or best_effort_answer(state.get("messages", []))
             sent = failed_calls(exc)
