@@ -98,3 +98,69 @@ def test_interrupt_in_a_tool_resumes_on_postgres(postgres_uri):
         "react", lambda: PostgresSaver.from_conn_string(postgres_uri), "pg-tool-interrupt"
     )
     assert out["status"] == "completed" and "1889" in out["answer"]
+
+
+def parallel_run(saver_factory: Callable[[], Any], thread: str) -> tuple[list[str], dict[str, Any]]:
+    """One reply calls a tool that acts (an email) and one that asks a human; the run
+    pauses in the second, and a new graph over a new connection resumes it."""
+    sent: list[str] = []
+    log: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    def build(saver: Any) -> Any:
+        replies = [
+            calls(tool_call("send_email", {"to": "ann"}), tool_call("search", {"query": QUERY})),
+            "Done: emailed Ann, completed in 1889.",
+        ]
+        model = model_for("native", replies)
+        graph = create_react_graph(
+            model, [send_email, asking_tool(log)], tool_mode="native", checkpointer=saver
+        )
+        return model, graph
+
+    config = {"configurable": {"thread_id": thread}}
+    with saver_factory() as saver:
+        _, graph = build(saver)
+        graph.invoke({"messages": [("user", QUESTION)]}, config)
+        assert {"query": QUERY} in paused(graph, config)
+    with saver_factory() as saver:
+        model, graph = build(saver)
+        model.replies = model.replies[1:]
+        out = graph.invoke(Command(resume="A human says 1889."), config)
+    return sent, out
+
+
+def _sqlite(path: str) -> Callable[[], Any]:
+    @contextmanager
+    def saver() -> Iterator[SqliteSaver]:
+        with sqlite3.connect(path, check_same_thread=False) as connection:
+            yield SqliteSaver(connection)
+        connection.close()
+
+    return saver
+
+
+def test_a_finished_sibling_runs_once_across_an_interrupt_on_sqlite(tmp_path):
+    """ports test_react_agent_parallel_tool_calls (v2): each call is its own task, so the
+    email sent before the other call's interrupt is not sent again on resume."""
+    sent, out = parallel_run(_sqlite(os.fspath(tmp_path / "threads.sqlite")), "sqlite-siblings")
+    assert sent == ["ann"]
+    assert out["status"] == "completed"
+    results = [m for m in out["messages"] if m.type == "tool"]
+    assert sorted(m.name for m in results) == ["search", "send_email"]
+
+
+@pytest.mark.integration
+def test_a_finished_sibling_runs_once_across_an_interrupt_on_postgres(postgres_uri):
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_uri) as saver:
+        saver.setup()
+    sent, out = parallel_run(lambda: PostgresSaver.from_conn_string(postgres_uri), "pg-siblings")
+    assert sent == ["ann"]
+    assert out["status"] == "completed"
