@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.managed.base import is_managed_value
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Send
@@ -45,14 +46,27 @@ def _fields(schema: type[Any] | None) -> dict[str, Any]:
 
 
 def merged(
-    name: str, base: type[Any], extra: type[Any] | None, more: Mapping[str, Any] | None = None
+    name: str,
+    base: type[Any],
+    extra: type[Any] | None,
+    more: Mapping[str, Any] | None = None,
+    *,
+    managed: bool = True,
 ) -> type[Any]:
     """A TypedDict with the fields of ``base``, the caller's ``extra`` fields and ``more``
     (middleware fields); the loop's own fields win on equal names, so its reducers stay
-    in force."""
+    in force. ``managed=False`` leaves out managed values (an input or output schema may
+    not hold them; a state built on LangGraph's prebuilt ``AgentState`` has
+    ``remaining_steps``)."""
     if extra is None and not more:
         return base
     fields = {**(more or {}), **_fields(extra), **_fields(base)}
+    if not managed:
+        fields = {
+            key: hint
+            for key, hint in fields.items()
+            if not any(is_managed_value(m) for m in _metadata(hint))
+        }
     return TypedDict(name, fields, total=False)  # type: ignore[operator]
 
 
@@ -110,9 +124,11 @@ def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
     """The caller's own state keys (from ``state_schema``) and the middleware's, which a
     loop passes into its inner ReAct runs and copies back from them, so tools and hooks
     can read and update them."""
-    own = set(_fields(OutputState)) | set(_fields(InputState))
+    own = set(_fields(OutputState)) | set(_fields(InputState)) | {"jump_to"}
+    hints = {**middleware_fields(options), **_fields(options.get("state_schema"))}
+    managed = {k for k, hint in hints.items() if any(map(is_managed_value, _metadata(hint)))}
     keys = [*_fields(options.get("state_schema")), *middleware_fields(options)]
-    return tuple(dict.fromkeys(key for key in keys if key not in own and key != "jump_to"))
+    return tuple(dict.fromkeys(key for key in keys if key not in own | managed))
 
 
 def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any], Any]]:
@@ -151,8 +167,8 @@ def new_graph(
     builder = LoopGraph(
         merged(state.__name__, state, extra, middleware_fields(options)),
         context_schema=options.get("context_schema") or LoopContext,
-        input_schema=merged("Input", InputState, extra, inputs),
-        output_schema=merged(output.__name__, output, extra, outputs),
+        input_schema=merged("Input", InputState, extra, inputs, managed=False),
+        output_schema=merged(output.__name__, output, extra, outputs, managed=False),
     )
     if settings is not None:
         wire(

@@ -152,6 +152,7 @@ class ToolGuard:
     max_output_chars: int
     loop_break: bool = True
     max_tool_calls: int | None = None
+    handle_errors: Any = True
     tool_wrapper: Callable[[ToolCallRequest, Any], ToolResult] | None = None
     async_tool_wrapper: Callable[[ToolCallRequest, Any], Awaitable[ToolResult]] | None = None
 
@@ -342,7 +343,19 @@ class ToolGuard:
         its chance to retry or handle it): interrupts and resume errors go on up."""
         if isinstance(exc, (GraphBubbleUp, UnsupportedPath)) or is_invalid_resume(exc):
             raise exc
-        return _error(request.tool_call, describe_tool_error(exc))
+        policy = self.handle_errors
+        if policy is True:
+            return _error(request.tool_call, describe_tool_error(exc))
+        if isinstance(policy, str):
+            return _error(request.tool_call, policy)
+        classes = policy if isinstance(policy, tuple) else (policy,)
+        if all(isinstance(c, type) and issubclass(c, Exception) for c in classes):
+            if isinstance(exc, classes):
+                return _error(request.tool_call, describe_tool_error(exc))
+            raise exc
+        if callable(policy):
+            return _error(request.tool_call, str(policy(exc)))
+        raise exc
 
     def _timed_out(self, request: ToolCallRequest) -> ToolMessage:
         message = _error(request.tool_call, f"timed out after {self.timeout:g} s")

@@ -62,7 +62,9 @@ def model_turn(
 
     def call(mode: str, *, constrained: bool = True) -> ModelCall:
         form = mode_form(mode, thoughts=thoughts, question=question, constrained=constrained)
-        tools = registry.tools if mode in ("native", "json", "text") else []
+        tools: list[Any] = registry.tools if mode in ("native", "json", "text") else []
+        if mode == "native":
+            tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require
         return ask.call(history, form, tools=tools, tool_choice=choice)
 

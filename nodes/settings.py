@@ -45,6 +45,9 @@ from loopgraphs.toolkits.registry import ToolRegistry
 ToolsArg = Sequence[BaseTool | Callable[..., Any]] | None
 SystemPrompt = str | SystemMessage | Callable[[Mapping[str, Any]], str | SystemMessage]
 ToolChoice = Literal["auto", "required"] | str
+ToolErrorPolicy = (
+    bool | str | Callable[[Exception], str] | type[Exception] | tuple[type[Exception], ...]
+)
 
 
 class LoopOptions(TypedDict, total=False):
@@ -99,6 +102,11 @@ class ToolLoopOptions(LoopOptions, total=False):
         interrupt_before_tools: Pause for human approval before tool calls: True (every
             tool), a list of tool names, or ``{name: True | False | {"allowed_decisions":
             [...], "description": ...}}`` in langchain's human-in-the-loop format.
+        handle_tool_errors: What a tool's exception becomes, as ``ToolNode``'s option:
+            True (default: an error observation the model reads), a string (that text),
+            a function of the exception returning the text, an exception class or tuple
+            (only those become observations), or False (the exception is raised out of
+            the run). Unknown tools, budgets and timeouts are always observations.
     """
 
     tool_mode: Literal["auto", "native", "json", "text"]
@@ -108,6 +116,7 @@ class ToolLoopOptions(LoopOptions, total=False):
     tool_timeout: float | None
     max_tool_output_chars: int
     interrupt_before_tools: bool | Sequence[str] | Mapping[str, Any]
+    handle_tool_errors: ToolErrorPolicy
 
 
 LOOP_OPTION_NAMES = frozenset(LoopOptions.__annotations__)
@@ -134,6 +143,8 @@ class LoopSettings:
     tool_choice: str | None = None
     max_tool_calls: int | None = None
     loop_break: bool = True
+    handle_tool_errors: ToolErrorPolicy = True
+    provider_tools: tuple[dict[str, Any], ...] = ()
     response_format: Any = None
     middleware: Middlewares = field(default_factory=Middlewares)
 
@@ -302,7 +313,9 @@ def make_settings(
     if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
     middleware = Middlewares(check_middleware(options.get("middleware"), loop))
-    registry = ToolRegistry([*(tools or ()), *middleware.tools])
+    provider_tools = tuple(tool for tool in tools or () if isinstance(tool, dict))
+    local_tools = [tool for tool in tools or () if not isinstance(tool, dict)]
+    registry = ToolRegistry([*local_tools, *middleware.tools])
     policy = options.get("retry_policy")
     if policy is not None and not isinstance(policy, RetryPolicy):
         raise TypeError(
@@ -329,6 +342,22 @@ def make_settings(
         tool_choice=_check_tool_choice(options.get("tool_choice"), registry),
         max_tool_calls=None if max_calls is None else check_positive("max_tool_calls", max_calls),
         loop_break=check_flag("loop_break", options.get("loop_break", True)),
+        handle_tool_errors=_check_error_policy(options.get("handle_tool_errors", True)),
+        provider_tools=provider_tools,
         response_format=options.get("response_format"),
         middleware=middleware,
+    )
+
+
+def _check_error_policy(value: Any) -> ToolErrorPolicy:
+    classes = value if isinstance(value, tuple) else (value,)
+    if (
+        isinstance(value, (bool, str))
+        or all(isinstance(c, type) and issubclass(c, Exception) for c in classes)
+        or callable(value)
+    ):
+        return value  # type: ignore[no-any-return]
+    raise TypeError(
+        "handle_tool_errors must be True, False, a string, a function of the exception, or "
+        f"an exception class or tuple of them; got {value!r}"
     )

@@ -37,7 +37,8 @@ from loopgraphs.toolkits.search import STOP_WORDS
 def resolve_mode(settings: LoopSettings) -> str:
     """The tool mode a run starts in; ``auto`` reads the model's profile."""
     if not settings.tools:
-        return "none"
+        # Provider tools alone (dicts the provider runs) can only be bound natively.
+        return "native" if settings.provider_tools else "none"
     if settings.tool_mode != "auto":
         return settings.tool_mode
     caps = capabilities(settings.chat_model)

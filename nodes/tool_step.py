@@ -70,6 +70,7 @@ class ToolStep:
             max_output_chars=run.max_tool_output_chars,
             loop_break=run.loop_break,
             max_tool_calls=run.max_tool_calls,
+            handle_errors=run.handle_tool_errors,
             tool_wrapper=run.middleware.tool_wrapper,
             async_tool_wrapper=run.middleware.async_tool_wrapper,
         )
