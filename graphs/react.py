@@ -206,9 +206,11 @@ def build_react(
     )
     policy = settings.retry_policy
     add_step(builder, "select_tools", select_tools, policy, model_step=True)
-    add_step(builder, "generate", generate, policy, begin=begin, model_step=True)
+    add_step(
+        builder, "generate", generate, policy, begin=begin, model_step=True, settles_answer=True
+    )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_step(builder, "final_answer", final_answer, policy, model_step=True)
+    add_step(builder, "final_answer", final_answer, policy, model_step=True, settles_answer=True)
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
     # Each run starts in generate, which sets the run up in its first step (see
@@ -231,7 +233,7 @@ def build_react(
             ["call_tool"],
         )
     if synthesize_answer:
-        add_step(builder, "synthesize", synthesize, policy, model_step=True)
+        add_step(builder, "synthesize", synthesize, policy, model_step=True, settles_answer=True)
         route(builder, "final_answer", lambda state: "synthesize", ["synthesize"])
         builder.add_edge("synthesize", END)
     else:

@@ -161,8 +161,10 @@ def new_graph(
     the agent hooks jump to with "model" (default: the first model step added);
     ``agent_hooks=False`` for a ReAct run inside another loop)."""
     extra = options.get("state_schema")
-    inputs = middleware_fields(options, leave_out="input")
-    outputs = middleware_fields(options, leave_out="output")
+    # A ReAct run inside another loop takes in and hands back every middleware key (its
+    # private ones too: a call limit's counters count across the outer loop's steps).
+    inputs = middleware_fields(options, leave_out="input" if agent_hooks else "")
+    outputs = middleware_fields(options, leave_out="output" if agent_hooks else "")
     check_middleware_state(state, options, loop or state.__name__)
     builder = LoopGraph(
         merged(state.__name__, state, extra, middleware_fields(options)),

@@ -74,6 +74,7 @@ class Wiring:
     agent_hooks: bool = True
     resets: Mapping[str, Any] = field(default_factory=dict)
     main_step: str | None = None
+    settled: set[str] = field(default_factory=set)
     entries: dict[str, str] = field(default_factory=dict)
     exits: dict[str, str] = field(default_factory=dict)
     first_model_step: str | None = None
@@ -93,7 +94,7 @@ class Wiring:
     def exit_hook(self, step: str) -> tuple[AgentMiddleware[Any, Any], list[str]] | None:
         """The middleware whose ``after_model`` node a step's edges leave from, and where
         that hook may jump (None when the step has no such node or it cannot jump)."""
-        if step not in self.exits:
+        if step not in self.exits or step in self.settled:
             return None
         last = self.middleware.with_hook("after_model")[0]
         jumps = can_jump_to(last, "after_model")
@@ -146,8 +147,10 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))
             StateGraph.add_edge(self, FINISH, wiring.end)
 
-    def add_model_step(self, step: str) -> None:
-        """Put the ``before_model`` and ``after_model`` hooks around a model step."""
+    def add_model_step(self, step: str, *, settles_answer: bool = False) -> None:
+        """Put the ``before_model`` and ``after_model`` hooks around a model step. With
+        ``settles_answer`` the step's answer is read again from the last message after the
+        ``after_model`` hooks (one may have rewritten it: a PII redaction, say)."""
         wiring = getattr(self, "wiring", None)
         if wiring is None:
             return
@@ -178,6 +181,12 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
                     step=step,
                 )
             wiring.exits[step] = after_names[0]
+            if settles_answer:
+                settle = f"{step}.answer"
+                StateGraph.add_node(self, settle, _settle_node(settle))
+                self._hook_edge(after[0], "after_model", after_names[0], settle, step=step)
+                wiring.exits[step] = settle
+                wiring.settled.add(step)
 
     def finish_hooks(self) -> None:
         """Wire the ``before_agent`` hooks between ``START`` and the loop's first node, and
@@ -288,6 +297,23 @@ def _mapped_router(router: Any, wiring: Wiring) -> Any:
 
 
 _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def _settle_node(name: str) -> RunnableCallable:
+    """A node reading a finished run's answer again from its last message (an
+    ``after_model`` hook may have rewritten the reply)."""
+
+    def settle(state: dict[str, Any]) -> dict[str, Any]:
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        if state.get("status") not in ("completed", "max_iterations"):
+            return {}
+        if not isinstance(last, AIMessage) or last.tool_calls:
+            return {}
+        text = content_text(last.content).strip()
+        return {"answer": text} if text and text != state.get("answer") else {}
+
+    return RunnableCallable(settle, None, name=name, trace=False)
 
 
 def _finish_node(resets: Mapping[str, Any]) -> RunnableCallable:

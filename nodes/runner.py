@@ -243,6 +243,7 @@ def add_step(
     begin: Begin | None = None,
     subgraph: Runnable[Any, Any] | None = None,
     model_step: bool = False,
+    settles_answer: bool = False,
 ) -> None:
     """Add generator logic as a guarded node retried by ``policy`` (and starting the run
     when it comes first, with ``begin``; drawn with the compiled ``subgraph`` it runs).
@@ -253,7 +254,7 @@ def add_step(
     node = as_node(name, logic, policy, begin=begin, totals=totals, subgraph=subgraph)
     builder.add_node(name, node, retry_policy=policy)
     if model_step and hasattr(builder, "add_model_step"):
-        builder.add_model_step(name)
+        builder.add_model_step(name, settles_answer=settles_answer)
 
 
 def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:
