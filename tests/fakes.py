@@ -62,12 +62,20 @@ class ScriptedChatModel(BaseChatModel):
         rejects_tools: Raise a 400 error whenever tools are bound, like a provider
             without function calling.
         profile: Capability data, e.g. ``{"tool_calling": True}``.
+        structured_output: Whether ``with_structured_output`` works, whatever the profile
+            declares: None (the default) follows ``profile["structured_output"]``; True
+            works with no profile (a model whose capabilities are unknown) or one saying
+            False; False refuses like a provider without JSON schemas.
+        cache_read: Prompt tokens each call reports as read from the provider's cache
+            (``usage_metadata["input_token_details"]["cache_read"]``); 0 reports none.
     """
 
     replies: list[Any]
     repeat_last: bool = False
     delay: float = 0.0
     rejects_tools: bool = False
+    structured_output: bool | None = None
+    cache_read: int = 0
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _index: int = PrivateAttr(default=0)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
@@ -135,15 +143,14 @@ class ScriptedChatModel(BaseChatModel):
         message = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
         prompt_tokens = sum(len(content_text(m.content)) for m in messages) // 4 + 1
         output_tokens = len(content_text(message.content)) // 4 + 1
-        return message.model_copy(
-            update={
-                "usage_metadata": {
-                    "input_tokens": prompt_tokens,
-                    "output_tokens": output_tokens,
-                    "total_tokens": prompt_tokens + output_tokens,
-                }
-            }
-        )
+        usage: dict[str, Any] = {
+            "input_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": prompt_tokens + output_tokens,
+        }
+        if self.cache_read:
+            usage["input_token_details"] = {"cache_read": self.cache_read}
+        return message.model_copy(update={"usage_metadata": usage})
 
     def _enter(self) -> None:
         with self._lock:
@@ -219,7 +226,10 @@ class ScriptedChatModel(BaseChatModel):
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, method: str = "json_schema", **kwargs: Any
     ) -> Runnable[Any, Any]:
-        if not (self.profile or {}).get("structured_output"):
+        supported = self.structured_output
+        if supported is None:
+            supported = bool((self.profile or {}).get("structured_output"))
+        if not supported:
             raise NotImplementedError("this scripted model has no structured output")
         self._schemas.append(schema)
 

@@ -17,9 +17,33 @@ def test_list_shows_all_seven_loops(capsys):
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
 def test_draw_prints_mermaid(name, capsys):
+    import re
+
     assert cli.main(["draw", name]) == 0
     out = capsys.readouterr().out
-    assert "graph TD;" in out and "__start__" in out and "__end__" in out
+    assert "\ngraph TD;\n" in out
+    # The nodes each loop's module docstring and the README describe, and no others.
+    tool_steps = {"call_tool", "final_answer"}
+    expected = {
+        "cot": {"prepare", "generate", "parse", "vote"},
+        "critic": {"prepare", "generate", "critique", "parse", "call_tool", "revise"},
+        "plan_execute": {"prepare", "plan", "execute", "synthesize"},
+        "react": {"select_tools", "generate", *tool_steps},
+        "reflexion": {"prepare", "generate", "evaluate", "reflect"},
+        "self_ask": {"prepare", "generate", "parse", *tool_steps},
+        "tot": {"prepare", "expand", "score_branches", "final_answer"},
+    }[name]
+    nodes = set(re.findall(r"^\t(\w+)\(", out, flags=re.MULTILINE))
+    assert nodes == expected | {"__start__", "__end__"}
+    edges = re.findall(r"^\t(\w+) -\.?-> (\w+);$", out, flags=re.MULTILINE)
+    assert set(edges) <= {(a, b) for a in nodes for b in nodes}
+    # A run starts in the loop's first step, and every step can reach the end.
+    first = "generate" if name == "react" else "prepare"
+    assert [b for a, b in edges if a == "__start__"] == [first]
+    reaches_end = {"__end__"}
+    while added := {a for a, b in edges if b in reaches_end} - reaches_end:
+        reaches_end |= added
+    assert reaches_end == nodes
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from loopgraphs import create_react_graph, models
 from loopgraphs.cli import DEMO_QUESTIONS
 from loopgraphs.graphs.registry import build_loop
 from loopgraphs.models import load_model
+from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.react import parse_json_text
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, get_tools, make_search_tool
@@ -18,13 +19,34 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("mode", ["native", "json", "text"])
 def test_react_ends_with_status_and_answer(local_model, mode):
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from loopgraphs import prompts
+    from loopgraphs.nodes.tool_loop import check_history
+
     graph = create_react_graph(
         local_model, [calculator, make_search_tool()], tool_mode=mode, max_iterations=3
     )
     out = graph.invoke({"messages": [("user", "What is 12 * 7?")]})
-    assert out["status"] in ("completed", "max_iterations")
-    assert isinstance(out["answer"], str)
-    assert 1 <= out["llm_calls"] <= 4
+    # The model's replies vary; the loop's rules do not. It ends with an answer, either
+    # by itself within its 3 turns, or after all 3 with one call asking for the answer.
+    assert out["status"] in ("completed", "max_iterations"), out.get("error")
+    assert isinstance(out["answer"], str) and out["answer"].strip()
+    forced = [
+        m
+        for m in out["messages"]
+        if isinstance(m, HumanMessage) and m.content == prompts.FORCE_FINAL_ANSWER
+    ]
+    if out["status"] == "completed":
+        assert 1 <= out["llm_calls"] <= 3 and forced == []
+    else:
+        assert out["llm_calls"] == 4 and len(forced) == 1
+    replies = [m for m in out["messages"] if isinstance(m, AIMessage)]
+    assert len(replies) == out["llm_calls"]  # one transcript reply per model call
+    assert not replies[-1].tool_calls  # the answer leaves no call open
+    assert sum(len(r.tool_calls) for r in replies) <= 3
+    check_history(out["messages"])  # every call made has its result
+    assert out["tool_mode"] == mode
     assert out["usage"]["input_tokens"] > 0 and out["usage"]["output_tokens"] > 0
 
 
@@ -39,7 +61,8 @@ def test_json_mode_produces_a_parsed_calculator_call(local_model):
     )
     out = graph.invoke({"messages": [("user", "Use the calculator to compute 12 * 7.")]})
     first = out["messages"][1]
-    step = parse_json_text(content_text(first.content))
+    # What the model wrote is kept on the message; its content is the action's thought.
+    step = parse_json_text(first.additional_kwargs[RAW_REPLY])
     assert step.kind == "action" and step.action == "calculator"
     assert isinstance(step.action_input, dict) and "expression" in step.action_input
     # The parsed action is stored as a tool call, answered by the calculator's ToolMessage.

@@ -76,10 +76,21 @@ def test_updates_mode_shows_each_node(name):
     nodes = [
         next(iter(u)) for u in graph.stream({"messages": [("user", "2+2?")]}, stream_mode="updates")
     ]
-    if name == "react":
-        assert nodes == ["generate"]  # plain chat: one step, the run set up inside it
-    else:
-        assert nodes[0] == "prepare" and len(nodes) >= 2
+    # Each step shows once, in order. With no tools and a model that always answers
+    # "FINAL ANSWER: 4" every loop takes its shortest path, except Reflexion: its evaluator
+    # reads no verdict in that reply, so it reflects until its 3 episodes are spent.
+    episode = ["generate", "evaluate"]
+    expected_nodes, expected_calls = {
+        "cot": (["prepare", "generate", "parse"], 1),
+        "critic": (["prepare", "generate"], 1),  # no tools: no claim to check, the draft stands
+        "plan_execute": (["prepare", "plan", "execute", "synthesize"], 4),
+        "react": (["generate"], 1),  # plain chat: one step, the run set up inside it
+        "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
+        "self_ask": (["prepare", "generate", "parse"], 1),
+        "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers
+    }[name]
+    assert nodes == expected_nodes
+    assert model.call_count == expected_calls
     assert set(nodes) <= set(graph.get_graph().nodes)
 
 
