@@ -243,7 +243,7 @@ class ToolGuard:
         if isinstance(result, list):
             return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
-            return self._fenced(result, fence)
+            return self._fenced(result, fence, request.tool_call["name"])
         update = result.update
         if result.graph is None and result.goto not in ((), [], None, END):
             return _error(
@@ -256,7 +256,9 @@ class ToolGuard:
             update = {
                 **update,
                 "messages": [
-                    self._fenced(m, fence) if isinstance(m, ToolMessage) else m
+                    self._fenced(m, fence, request.tool_call["name"])
+                    if isinstance(m, ToolMessage)
+                    else m
                     for m in update["messages"]
                 ],
             }
@@ -273,13 +275,13 @@ class ToolGuard:
             return dataclasses.replace(result, update=update, goto=())
         return dataclasses.replace(result, update=update)
 
-    def _fenced(self, message: ToolMessage, fence: str) -> ToolMessage:
+    def _fenced(self, message: ToolMessage, fence: str, tool: str = "") -> ToolMessage:
         content = message.content
         if message.status == "error" and isinstance(content, str):
             text = (
                 content
                 if content.startswith("Error:")
-                else f"Error: {message.name} failed: {content}"
+                else f"Error: {message.name or tool or 'the tool'} failed: {content}"
             )
             content = fence_output(text, fence, self.max_output_chars)
         elif isinstance(content, str):

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Annotated
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import ToolMessage as _ToolMessage
+from langchain_core.tools import InjectedToolCallId
+from langchain_core.tools import tool as _tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from loopgraphs import build_loop, create_react_graph, prompts
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel
+from tests.fakes import ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
 
@@ -285,3 +289,18 @@ def test_the_fake_tells_unknown_from_unsupported():
         refuses.with_structured_output({"type": "object"})
     unknown = ScriptedChatModel(replies=['{"a": 1}'], structured_output=True)
     assert unknown.with_structured_output({"type": "object"}).invoke("x") == {"a": 1}
+
+
+def test_an_unnamed_error_message_from_a_tool_names_the_tool():
+    """A tool returning its own error ToolMessage without a name is reported by the
+    call's tool name (not "None")."""
+
+    @_tool
+    def grumpy(key: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> _ToolMessage:
+        """Refuses."""
+        return _ToolMessage("no", tool_call_id=tool_call_id, status="error")
+
+    model = model_for("native", [calls(tool_call("grumpy", {"key": "k"})), "done"])
+    out = create_react_graph(model, [grumpy]).invoke({"messages": [("user", "go")]})
+    (result,) = [m for m in out["messages"] if m.type == "tool"]
+    assert "Error: grumpy failed: no" in result.content and "None" not in result.content
