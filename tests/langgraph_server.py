@@ -50,9 +50,11 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = READ
 @pytest.fixture(scope="session")
 def langgraph_dev_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a ``langgraph dev`` server started for the session on 127.0.0.1."""
+    cli = Path(sys.executable).with_name("langgraph")
+    if sys.version_info < (3, 11) or not cli.exists():
+        pytest.skip("langgraph dev (langgraph-cli[inmem], the [studio] extra) needs Python 3.11+")
     port = free_port()
     log = (tmp_path_factory.mktemp("langgraph-dev") / "server.log").open("w")
-    cli = Path(sys.executable).with_name("langgraph")
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
