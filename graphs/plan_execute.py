@@ -33,7 +33,7 @@ from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -333,7 +333,7 @@ def build_plan_execute(
     review = ["review_plan"] if approve_plan else []
     route(builder, "plan", route_planned, [*review, "execute", "synthesize"])
     if approve_plan:
-        builder.add_node("review_plan", review_plan)
+        builder.add_node("review_plan", node_callable(review_plan, None, name="review_plan"))
         route(builder, "review_plan", route_reviewed, ["execute", "synthesize"])
     revise_node = ["replan"] if replan else []
     route(builder, "execute", route_executed, ["execute", *revise_node, "synthesize"])

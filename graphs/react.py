@@ -30,7 +30,7 @@ from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_pr
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -225,7 +225,7 @@ def build_react(
     )
     builder.add_edge("call_tool", "generate")
     if review:
-        builder.add_node("review", review_node(settings))
+        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
         route(
             builder,
             "review",

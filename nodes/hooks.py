@@ -37,7 +37,7 @@ from langgraph.types import Send
 
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
-from loopgraphs.nodes.runner import RunnableCallable
+from loopgraphs.nodes.runner import RunnableCallable, node_callable
 from loopgraphs.state import empty_usage, starts_run
 
 JUMPS = ("model", "tools", "end")
@@ -61,7 +61,7 @@ def _hook_node(middleware: AgentMiddleware[Any, Any], hook: str) -> RunnableCall
     create_agent)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
-    return RunnableCallable(sync, asynchronous, name=f"{middleware.name}.{hook}", trace=False)
+    return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
 
 
 @dataclass

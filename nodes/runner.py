@@ -10,14 +10,18 @@ duplicating the logic, and without running async code on a foreign event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Sequence
+import contextlib
+import contextvars
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import get_executor_for_config
+from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 
 # LangGraph's node callable: a sync and an async path in one node, untraced, the config
 # and runtime passed by parameter name. No public class does all of this (RunnableLambda
@@ -34,6 +38,7 @@ from loopgraphs.nodes.errors import (
     should_reraise,
 )
 from loopgraphs.nodes.middleware import UnsupportedPath
+from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.state import add_totals, opening_update, starts_run
@@ -184,6 +189,50 @@ def _commands_of(result: Any) -> list[Command[Any]]:
 Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
 
 
+@contextlib.contextmanager
+def config_set(config: RunnableConfig) -> Iterator[None]:
+    """The node's config as the current one, on Python 3.10 (from 3.11 LangGraph runs an
+    async node in it already): ``interrupt()`` and ``get_config()`` read it there."""
+    if not PASS_ASYNC_CONFIG:
+        yield
+        return
+    token = var_child_runnable_config.set(config)
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+def node_callable(
+    sync: Callable[..., Any] | None, asynchronous: Callable[..., Any] | None, *, name: str
+) -> RunnableCallable:
+    """A graph node from a sync and (or) an async function taking the state and any of
+    ``config``/``runtime`` by name, as LangGraph passes them. On Python 3.10 the async
+    path (a sync-only function runs in a worker thread there) has the node's config as the
+    current one, so that an ``interrupt()`` in it works, as from 3.11."""
+    if not PASS_ASYNC_CONFIG:
+        return RunnableCallable(sync, asynchronous, name=name, trace=False)
+    target = asynchronous or sync
+    assert target is not None
+    wanted = set(inspect.signature(target).parameters)
+
+    def passed(config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, Any]:
+        return {k: v for k, v in (("config", config), ("runtime", runtime)) if k in wanted}
+
+    def plain(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        assert sync is not None
+        return sync(state, **passed(config, runtime))
+
+    async def in_config(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        with config_set(config):
+            if asynchronous is not None:
+                return await asynchronous(state, **passed(config, runtime))
+            call = functools.partial(plain, state, config, runtime)
+            return await asyncio.to_thread(contextvars.copy_context().run, call)
+
+    return RunnableCallable(plain if sync else None, in_config, name=name, trace=False)
+
+
 def as_node(
     name: str,
     logic: LogicFactory,
@@ -224,7 +273,8 @@ def as_node(
     ) -> Any:
         await load_context(runtime)
         commands: list[Command[Any]] = []
-        update = await run_async(run(state, config, runtime), config, commands)
+        with config_set(config):
+            update = await run_async(run(state, config, runtime), config, commands)
         return written(state, update, commands)
 
     def written(state: dict[str, Any], update: Any, commands: list[Command[Any]]) -> Any:
