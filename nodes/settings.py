@@ -42,7 +42,7 @@ from loopgraphs.nodes.run_context import (
 from loopgraphs.state import TOOL_MODES
 from loopgraphs.toolkits.registry import ToolRegistry
 
-ToolsArg = Sequence[BaseTool | Callable[..., Any]] | None
+ToolsArg = Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None
 SystemPrompt = str | SystemMessage | Callable[[Mapping[str, Any]], str | SystemMessage]
 ToolChoice = Literal["auto", "required"] | str
 ToolErrorPolicy = (
@@ -313,7 +313,9 @@ def make_settings(
     if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
     middleware = Middlewares(check_middleware(options.get("middleware"), loop))
-    provider_tools = tuple(tool for tool in tools or () if isinstance(tool, dict))
+    provider_tools: tuple[dict[str, Any], ...] = tuple(
+        tool for tool in tools or () if isinstance(tool, dict)
+    )
     local_tools = [tool for tool in tools or () if not isinstance(tool, dict)]
     registry = ToolRegistry([*local_tools, *middleware.tools])
     policy = options.get("retry_policy")
