@@ -42,6 +42,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from tests.compat import middleware_support
+from tests.compat import test_middleware_prebuilt as prebuilt
 from tests.compat.middleware_support import (
     call,
     calls,
@@ -64,34 +65,12 @@ TODOS = [
 ]
 
 
-class Desk:
-    """Tools that record their calls: ``search``, ``calculator`` and ``flaky`` (which
-    fails its first ``failures`` calls for an item)."""
+class Desk(prebuilt.Desk):
+    """The prebuilt suite's recording tools, with ``flaky`` failing by a connection
+    error."""
 
     def __init__(self, failures: int = 0) -> None:
-        self.ran: list[str] = []
-
-        @tool
-        def search(query: str) -> str:
-            """Search the archive."""
-            self.ran.append(f"search {query}")
-            return f"found {query}"
-
-        @tool
-        def calculator(expression: str) -> str:
-            """Evaluate an arithmetic expression."""
-            self.ran.append(f"calc {expression}")
-            return f"= {expression}"
-
-        @tool
-        def flaky(item: str) -> str:
-            """Fetch an item from a flaky store."""
-            self.ran.append(f"flaky {item}")
-            if self.ran.count(f"flaky {item}") <= failures:
-                raise ConnectionError(f"store unavailable for {item}")
-            return f"fetched {item}"
-
-        self.tools = [search, calculator, flaky]
+        super().__init__(failures, ConnectionError)
 
 
 def long_history() -> list[BaseMessage]:
