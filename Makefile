@@ -1,6 +1,6 @@
 # Every target creates .venv and installs what it needs on first use.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 DEMO_STAMP := $(VENV)/.demo-installed
@@ -59,4 +59,4 @@ mutate: $(DEV_STAMP)
 	$(PY) -m tests.mutation.run $(MUTATE_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* build *.egg-info .pytest_cache .mypy_cache .ruff_cache
