@@ -134,12 +134,13 @@ def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
 def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any], Any]]:
     """The reducers of the caller's own state keys that have one (``Annotated[T, f]``)."""
     reducers = {}
+    keys = caller_keys(options)
     hints = {**middleware_fields(options), **_fields(options.get("state_schema"))}
     for key, hint in hints.items():
-        if key in caller_keys(options):
-            found = [m for m in getattr(hint, "__metadata__", ()) if callable(m)]
-            if found:
-                reducers[key] = found[-1]
+        # A reducer is a function; a class there is a channel type (``UntrackedValue``).
+        found = [m for m in _metadata(hint) if callable(m) and not isinstance(m, type)]
+        if key in keys and found:
+            reducers[key] = found[-1]
     return reducers
 
 

@@ -14,13 +14,14 @@ import operator
 from typing import Annotated, Any
 
 import pytest
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelCallLimitMiddleware
 from langchain_core.messages import AnyMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from loopgraphs import (
     create_cot_graph,
@@ -31,6 +32,7 @@ from loopgraphs import (
     create_self_ask_graph,
     create_tot_graph,
 )
+from loopgraphs.nodes.build import caller_reducers
 from tests.fakes import calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
@@ -185,3 +187,20 @@ def test_a_loop_as_a_node_hands_the_keys_to_its_parent(loop):
     out = parent.compile().invoke({"messages": [("user", "Put plums in.")], "basket": "woven"})
     assert out["basket"] == "has plums"
     assert out["answer"]
+
+
+class Notes(AgentState):
+    fruits: NotRequired[Annotated[list[str], operator.add]]
+
+
+class NoteKeeper(AgentMiddleware):
+    state_schema = Notes
+
+
+def test_middleware_keys_keep_their_reducers_through_inner_runs():
+    """A middleware key written ``NotRequired[Annotated[list, add]]`` is written back from
+    inner ReAct runs through its reducer; a channel type there (``UntrackedValue``) is
+    not a reducer."""
+    assert caller_reducers({"middleware": [NoteKeeper()]}) == {"fruits": operator.add}
+    limit = ModelCallLimitMiddleware(run_limit=3)
+    assert caller_reducers({"middleware": [limit]}) == {}
