@@ -87,7 +87,7 @@ def _args_text(args: Any) -> str:
 
 
 @lru_cache(maxsize=64)
-def self_ask_instructions(mode: str) -> Form:
+def self_ask_form(mode: str) -> Form:
     """How a Self-Ask turn in ``mode`` is sent: native mode binds the tools; json and text
     modes describe them in the instructions, rendered from the request's tools."""
     return Form(
@@ -182,7 +182,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         rejected = 0
         if mode == "native":
             call = ask.call(
-                history, self_ask_instructions(mode), tools=tools, tool_choice=required(run, state)
+                history, self_ask_form(mode), tools=tools, tool_choice=required(run, state)
             )
             try:
                 reply, update = yield from call_model(call)
@@ -191,9 +191,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 if not (run.tool_mode == "auto" and is_form_rejection(exc)):
                     raise
                 rejected, mode = failed_calls(exc), "text"
-        reply, update = yield from call_model(
-            ask.call(history, self_ask_instructions(mode), tools=tools)
-        )
+        reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
         update["llm_calls"] += rejected
         return {**update, "messages": [reply], "tool_mode": mode}
 

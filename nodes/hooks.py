@@ -40,7 +40,6 @@ from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import RunnableCallable, node_callable
 from loopgraphs.state import empty_usage, starts_run
 
-JUMPS = ("model", "tools", "end")
 FINISH = "finish"
 
 
