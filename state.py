@@ -16,6 +16,8 @@ from langgraph.managed import RemainingSteps
 from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
+from loopgraphs.nodes.parsing.text import question_text
+
 Status = Literal["running", "completed", "max_iterations", "error"]
 ToolMode = Literal["auto", "native", "json", "text"]
 TOOL_MODES: tuple[str, ...] = ("auto", "native", "json", "text")
@@ -227,6 +229,16 @@ def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[s
             error="the input has no messages: pass {'messages': [('user', 'your question')]}",
         )
     return update
+
+
+def request_of(state: Mapping[str, Any]) -> str:
+    """The user's request as the conversation holds it now: the latest user message
+    before the run's own transcript. Read at each use rather than saved once, so that a
+    middleware that rewrites the input (redaction, summarization) is seen by every later
+    prompt; ``request`` (saved when the run started) is the fallback."""
+    messages = state.get("messages") or []
+    conversation = messages[: scratch_of(state).get("transcript_start", len(messages))]
+    return question_text(conversation) or str(state.get("request") or "")
 
 
 def starts_run(state: Mapping[str, Any]) -> bool:

@@ -44,7 +44,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.state import request_of, LoopState, OutputState, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MIN_ASKED = 3
@@ -215,12 +215,12 @@ def build_plan_execute(
         steps = list(result.value.steps)[:max_steps] if result.value is not None else []
         return {
             **result.state_update(),
-            "plan": steps or [state.get("request") or "Answer the request."],
+            "plan": steps or [request_of(state) or "Answer the request."],
         }
 
     def review_plan(state: PlanExecuteState) -> dict[str, Any]:
         steps = list(state.get("plan") or [])
-        decision = interrupt({"plan": steps, "question": state.get("request", "")})
+        decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
 
     def execute(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -228,7 +228,7 @@ def build_plan_execute(
         index = state.get("current_step", 0)
         done = list(state.get("step_results") or [])
         prompt = prompts.EXECUTE_STEP.format(
-            request=state.get("request", ""),
+            request=request_of(state),
             plan=numbered(steps),
             results=results_text(done),
             number=index + 1,
@@ -261,7 +261,7 @@ def build_plan_execute(
         prompt = [
             HumanMessage(
                 prompts.REPLAN_USER.format(
-                    request=state.get("request", ""),
+                    request=request_of(state),
                     results=results_text(state.get("step_results") or []),
                     remaining=numbered(steps[index:]),
                 )
@@ -286,7 +286,7 @@ def build_plan_execute(
         latest = next((r["result"] for r in reversed(results) if r["result"]), "")
         request = HumanMessage(
             prompts.SYNTHESIZE_USER.format(
-                question=state.get("request", ""), trace=results_text(results), draft=latest
+                question=request_of(state), trace=results_text(results), draft=latest
             )
         )
         call = asker(run, state, runtime).call([request], Form(prompts.SYNTHESIZE_SYSTEM))

@@ -21,9 +21,10 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -49,13 +50,14 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopState, OutputState, scratch_of, start_run
+from loopgraphs.state import request_of, LoopState, OutputState, scratch_of, start_run
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
 MAX_ATTEMPT_CHARS = 8000  # of an answer shown to the evaluator and the reflection
 # Graph steps that must still follow evaluate for another episode (see ``steps_left``).
 EPISODE_STEPS = 3  # reflect, generate, evaluate
+LESSONS_ID = ":lessons"  # suffix of the id of a user message given with the reflections
 
 
 class ReflexionOutput(OutputState, total=False):
@@ -186,9 +188,63 @@ def with_reflections(
                 merged: Any = block + content
             else:
                 merged = [{"type": "text", "text": block}, *content]
-            messages[index] = message.model_copy(update={"content": merged, "id": None})
+            copy_id = f"{message.id}{LESSONS_ID}" if message.id else None
+            messages[index] = message.model_copy(update={"content": merged, "id": copy_id})
             return messages
     return [*messages, HumanMessage(block.rstrip())]
+
+
+def episode_update(
+    conversation: Sequence[AnyMessage],
+    episode_input: Sequence[AnyMessage],
+    produced: Sequence[AnyMessage],
+) -> tuple[list[AnyMessage], int | None]:
+    """The conversation's update for an episode that took ``episode_input`` and ended
+    with ``produced``, and where the run's transcript now starts (None: unchanged).
+
+    Usually the episode kept its input and added its transcript: the update is what it
+    added, plus any input message a middleware changed in place (a redacted address).
+    When a middleware rewrote the input (a summary replacing old messages), the
+    conversation becomes the episode's messages (all replaced), and the transcript starts
+    after the last input message that is left. A user message given with the reflections
+    goes back as the user wrote it, with a middleware's change kept.
+    """
+    originals = {message.id: message for message in conversation if message.id}
+
+    def restored(message: AnyMessage) -> AnyMessage:
+        if not (message.id and message.id.endswith(LESSONS_ID)):
+            return message
+        original = originals.get(message.id[: -len(LESSONS_ID)])
+        if original is None:
+            return message
+        given = next(m for m in episode_input if m.id == message.id)
+        if message.content == given.content:
+            return original
+        content = message.content
+        block, _, _ = content_text(given.content).partition(content_text(original.content))
+        if isinstance(content, str) and block and content.startswith(block):
+            content = content[len(block) :]
+        return original.model_copy(update={"content": content})
+
+    size = len(episode_input)
+    if [m.id for m in produced[:size]] == [m.id for m in episode_input]:
+        changed = [
+            restored(after)
+            for before, after in zip(episode_input, produced[:size])
+            if after != before
+        ]
+        return [*changed, *produced[size:]], None
+    kept_ids = {message.id for message in episode_input}
+    kept = [index for index, message in enumerate(produced) if message.id in kept_ids]
+    if kept:
+        start = kept[-1] + 1
+    else:
+        start = next(
+            (i for i, m in enumerate(produced) if not isinstance(m, HumanMessage)), len(produced)
+        )
+    rewritten: list[AnyMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES)]
+    rewritten += [restored(message) for message in produced]
+    return rewritten, start
 
 
 def build_reflexion(
@@ -220,11 +276,14 @@ def build_reflexion(
         out, spent = yield from react.run(runtime, state, episode_input)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
+        carried, start = episode_update(conversation, episode_input, out.get("messages") or [])
         update: dict[str, Any] = {
             **spent,
             "episode": state.get("episode", 0) + 1,
-            "messages": list(out.get("messages", []))[len(episode_input) :],
+            "messages": carried,
         }
+        if start is not None:
+            update["scratch"] = {"transcript_start": start}
         if status == "error":
             return {
                 **update,
@@ -239,7 +298,7 @@ def build_reflexion(
         run = settings.for_run(runtime)
         answer = state.get("answer", "")
         verdict, result = yield from evaluate_answer(
-            asker(run, state, runtime), state.get("request", ""), answer, max_calls=EVALUATOR_CALLS
+            asker(run, state, runtime), request_of(state), answer, max_calls=EVALUATOR_CALLS
         )
         record = evaluation_record(verdict)
         update: dict[str, Any] = {
@@ -257,7 +316,7 @@ def build_reflexion(
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(
-            asker(run, state, runtime), state.get("request", ""), state.get("answer", ""), feedback
+            asker(run, state, runtime), request_of(state), state.get("answer", ""), feedback
         )
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 

@@ -8,9 +8,15 @@ import random
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from loopgraphs.graphs.reflexion import call_budget, create_reflexion_graph, with_reflections
+from loopgraphs.graphs.reflexion import (
+    call_budget,
+    create_reflexion_graph,
+    episode_update,
+    with_reflections,
+)
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
@@ -164,6 +170,45 @@ def test_reflections_go_into_the_latest_user_turn():
     assert "- lesson one\n- lesson two" in merged[1].content[0]["text"]
     assert merged[1].content[1] == {"type": "text", "text": "now"}
     assert with_reflections(conversation, []) == conversation
+
+
+def conversation_with_lessons() -> tuple[list, list]:
+    conversation = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
+    conversation.append(HumanMessage("mail ada@example.com", id="h2"))
+    return conversation, with_reflections(conversation, ["be brief"])
+
+
+def test_an_episode_adds_its_transcript_and_the_user_message_keeps_its_words():
+    conversation, given = conversation_with_lessons()
+    assert given[-1].id == "h2:lessons" and "be brief" in given[-1].content
+    answer = AIMessage("done", id="a2")
+    assert episode_update(conversation, given, [*given, answer]) == ([answer], None)
+
+
+def test_an_input_message_changed_in_an_episode_goes_back_without_the_lessons():
+    conversation, given = conversation_with_lessons()
+    redacted = given[-1].model_copy(
+        update={"content": given[-1].content.replace("ada@example.com", "[REDACTED_EMAIL]")}
+    )
+    answer = AIMessage("done", id="a2")
+    update, start = episode_update(conversation, given, [*given[:-1], redacted, answer])
+    assert start is None
+    assert [m.id for m in update] == ["h2", "a2"]
+    assert update[0].content == "mail [REDACTED_EMAIL]"
+
+
+def test_an_episode_that_rewrote_its_input_replaces_the_conversation():
+    conversation, given = conversation_with_lessons()
+    summary = HumanMessage("SUMMARY", id="s1")
+    produced = [summary, given[-1], AIMessage("done", id="a2")]
+    update, start = episode_update(conversation, given, produced)
+    assert isinstance(update[0], RemoveMessage) and update[0].id == REMOVE_ALL_MESSAGES
+    assert [m.id for m in update[1:]] == ["s1", "h2", "a2"]
+    assert update[2].content == "mail ada@example.com"
+    assert start == 2
+    # Nothing of the input left: the transcript starts after the leading user messages.
+    update, start = episode_update(conversation, given, [summary, AIMessage("x", id="a3")])
+    assert [m.id for m in update[1:]] == ["s1", "a3"] and start == 1
 
 
 # adversarial models ----------------------------------------------------------------------

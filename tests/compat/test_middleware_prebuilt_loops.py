@@ -332,23 +332,6 @@ def test_modes_context_editing_clears_old_tool_results(mode_agent):
 
 LOOPS = ["plan_execute", "reflexion"]
 
-# Known failures (see each case).
-SUMMARY_REASON = (
-    "the summary written inside an episode replaces the episode's transcript, but "
-    "Reflexion copies back only the messages after the episode's input (by position), so "
-    "the episode's tool calls and answer are lost and the outer evaluate step summarises "
-    "the same old messages a second time"
-)
-PII_PLAN_EXECUTE = (
-    "the request is copied from the unredacted user message before the first model step, "
-    "and the synthesis prompt is built from that copy, so the address reaches the model"
-)
-PII_REFLEXION = (
-    "the request is copied from the unredacted user message before the first model step, "
-    "and the evaluator's prompt is built from that copy, so the address reaches the model"
-)
-
-
 def plan(*steps: str) -> AIMessage:
     return calls(call("Plan", {"steps": list(steps)}))
 
@@ -400,13 +383,18 @@ def react_calls(model: Any, loop: str) -> list[int]:
     return list(range(model.call_count - 1))
 
 
-@loops(reflexion=SUMMARY_REASON)
+@loops()
 def test_loops_summarization_replaces_old_messages(loop):
+    """The history (7 messages) is summarised once, before the first model call; the
+    summary, the kept question and the run's own messages (5 in all after Reflexion's
+    episode) stay under the trigger of 6 for every later model call, and the episode's
+    transcript is kept after the summary."""
     summarizer = native(["APPLES-AND-PEARS-SUMMARY"], repeat_last=True)
-    mw = SummarizationMiddleware(model=summarizer, trigger=("messages", 5), keep=("messages", 1))
+    mw = SummarizationMiddleware(model=summarizer, trigger=("messages", 6), keep=("messages", 1))
     desk = Desk()
     model = native(around(loop, [calls(call("search", {"query": "plums"})), "The answer is 42."]))
-    out = build(loop, model, desk.tools, [mw]).invoke({"messages": long_history()})
+    history = [HumanMessage("hello about apples"), AIMessage("hi"), *long_history()]
+    out = build(loop, model, desk.tools, [mw]).invoke({"messages": history})
     assert summarizer.call_count == 1
     assert "first question about apples" in seen(summarizer.prompts[0])
     assert "APPLES-AND-PEARS-SUMMARY" in seen(model.prompts[0])
@@ -416,6 +404,13 @@ def test_loops_summarization_replaces_old_messages(loop):
     assert "APPLES-AND-PEARS-SUMMARY" in texts[0]
     assert not any("apples" in text for text in texts[1:])
     assert "42" in texts[-1]
+    assert texts[1] == "third question about plums"
+    if loop == "reflexion":
+        assert [type(m).__name__ for m in out["messages"][2:]] == [
+            "AIMessage",
+            "ToolMessage",
+            "AIMessage",
+        ]
     assert desk.ran == ["search plums"]
     assert "42" in out["answer"]
 
@@ -558,7 +553,7 @@ def test_loops_tool_selector_narrows_the_step_tools(loop):
     assert "42" in out["answer"]
 
 
-@loops(plan_execute=PII_PLAN_EXECUTE, reflexion=PII_REFLEXION)
+@loops()
 def test_loops_pii_keeps_the_email_from_every_model_call(loop):
     desk = Desk()
     model = native(around(loop, [calls(call("search", {"query": "x"})), "The answer is 42."]))
