@@ -2,7 +2,9 @@
 
 Three contenders run the same conversation (N tool calls of one zero-latency tool, then
 an answer) on the same scripted model: loopgraphs' ReAct in native mode, langchain's
-``create_agent``, and a plain Python loop (``model.invoke`` + ``tool.invoke``). Time per
+``create_agent``, and a plain Python loop (``model.invoke`` + ``tool.invoke``); then the
+first two again with the same three pass-through middleware (model hooks, a model-call
+wrapper, a tool-call wrapper), the cost of the middleware path on each side. Time per
 model call includes the scripted model itself, which is the same for all three. Each
 repeat times every contender back to back (in a rotating order), so every ratio pairs
 figures measured side by side.
@@ -16,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
@@ -66,6 +69,41 @@ def plain_loop(model: Any, tool: BaseTool) -> tuple[Runner, Runner]:
                 messages.append(ToolMessage(result, tool_call_id=call["id"], name=call["name"]))
 
     return run, arun
+
+
+class PassHooks(AgentMiddleware):
+    """``before_model`` and ``after_model`` that change nothing."""
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+
+class PassModelCall(AgentMiddleware):
+    """A ``wrap_model_call`` that hands the request on."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+class PassToolCall(AgentMiddleware):
+    """A ``wrap_tool_call`` that hands the call on."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+def pass_through() -> list[AgentMiddleware]:
+    """Three middleware that change nothing: what the middleware path itself costs."""
+    return [PassHooks(), PassModelCall(), PassToolCall()]
 
 
 def graph_runners(graph: Any, before: Callable[[], None] | None = None) -> tuple[Runner, Runner]:
@@ -145,15 +183,20 @@ def check_calls(run: Runner, expected: int, model: Any) -> None:
 def framework_overhead(
     tool_calls: list[int], *, repeats: int, target: float, modes: tuple[str, ...]
 ) -> list[dict[str, Any]]:
-    """loopgraphs ReAct vs create_agent vs a plain loop, for each N in ``tool_calls``."""
+    """loopgraphs ReAct vs create_agent vs a plain loop, for each N in ``tool_calls``,
+    without middleware and with the three of ``pass_through`` on both sides (the plain
+    loop has none)."""
     from langchain.agents import create_agent
 
     rows = []
-    for n in tool_calls:
+    for n, middleware in ((n, count) for count in (0, 3) for n in tool_calls):
         model = scripted(tool_script(n))
         tool = lookup_tool()
-        ours = create_react_graph(model, [tool], tool_mode="native", max_iterations=n + 2)
-        theirs = create_agent(model, [tool])
+        extra = pass_through() if middleware else []
+        ours = create_react_graph(
+            model, [tool], tool_mode="native", max_iterations=n + 2, middleware=extra
+        )
+        theirs = create_agent(model, [tool], middleware=extra)
         contenders = {
             "loopgraphs": graph_runners(ours),
             "create_agent": graph_runners(theirs),
@@ -175,6 +218,7 @@ def framework_overhead(
             rows.append(
                 {
                     "tool_calls": n,
+                    "middleware": middleware,
                     "model_calls": n + 1,
                     "mode": mode,
                     "us_per_call": {name: spread(v) for name, v in per_call.items()},
