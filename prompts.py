@@ -110,6 +110,11 @@ REFORMAT_ACTION = (
     '{"thought": "...", "action": "<tool name or final_answer>", "action_input": ...}'
 )
 
+SHORT_ANSWER = (
+    "Your last reply ran on until it was cut off. Reply again with only the final answer, "
+    "in one short sentence, in the format asked for."
+)
+
 FORCE_FINAL_ANSWER = (
     "You have used all the steps allowed for this task. Do not call any more tools. "
     "Using what you found so far, give your best final answer now."

@@ -130,6 +130,8 @@ class Scratch(TypedDict, total=False):
         selected_tools: The tools picked by tool selection (empty: all of them).
         reformat: A json-mode reply was unreadable and the model was asked to reformat.
         tool_ended: A tool ended the run (``return_direct``, or ``Command(goto=END)``).
+        shortened: A reply was cut at the token cap and the model was asked for a short
+            answer (once per run).
         seen: Id of the last human message the run has taken in (its input, or one the
             loop or a tool added), see ``starts_run``.
     """
@@ -142,6 +144,7 @@ class Scratch(TypedDict, total=False):
     selected_tools: list[str]
     reformat: bool
     tool_ended: bool
+    shortened: bool
 
 
 def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:

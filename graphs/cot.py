@@ -20,11 +20,11 @@ from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import answer_key
-from loopgraphs.nodes.parsing.text import content_text, final_answer_of
+from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, start_run
@@ -104,24 +104,31 @@ def build_cot(
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        call = asker(run, state, runtime).call(state["messages"], Form(prompts.COT_SYSTEM))
+        ask, form = asker(run, state, runtime), Form(prompts.COT_SYSTEM)
+        call = ask.call(state["messages"], form)
         if not voting:
             reply, update = yield from call_model(call)
-            return {**update, "samples": [content_text(reply.content)], "messages": [reply]}
+            reply, added, update = yield from short_again(
+                ask, state["messages"], form, reply, update
+            )
+            sample = "" if cut_short(reply) else content_text(reply.content)
+            return {**update, "samples": [sample], "messages": added}
         results = yield ModelBatch([call] * self_consistency)
         outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
         if not outcomes:
             raise all_failed(results)
         update = spent_on(outcomes)
         update["llm_calls"] += failed_requests(results)
-        return {**update, "samples": [content_text(o.reply.content) for o in outcomes]}
+        samples = ["" if cut_short(o.reply) else content_text(o.reply.content) for o in outcomes]
+        return {**update, "samples": samples}
 
     def parse(state: CoTState) -> dict[str, Any]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
-        update: dict[str, Any] = {"answers": answers, "answer": answer, "status": "completed"}
+        status = "completed" if any(state.get("samples", [])) else "max_iterations"
+        update: dict[str, Any] = {"answers": answers, "answer": answer, "status": status}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
@@ -130,6 +137,8 @@ def build_cot(
     def vote(state: CoTState) -> dict[str, Any]:
         answers = state.get("answers", [])
         index, votes = majority(answers)
+        if not any(state.get("samples", [])):
+            return {"votes": votes, "answer": "", "status": "max_iterations"}
         if index < 0:
             return {"votes": votes, "answer": "", "status": "completed"}
         return {
@@ -167,8 +176,12 @@ def create_cot_graph(
     ``majority``); samples that fail are ignored unless all of them fail. Sampling only
     helps when the model samples with a temperature above zero.
 
-    Call budget: exactly ``self_consistency`` model calls (1 by default). The status is
-    ``"completed"``, or ``"error"`` when the model fails permanently.
+    Call budget: ``self_consistency`` model calls (1 by default), plus one when a single
+    sample is cut at the token cap (``finish_reason="length"``, or text that repeats
+    itself until the cap): the model is asked once more for a short answer. A cut reply
+    is never the answer; a sample cut again (or, voting, every sample cut) ends with
+    ``status="max_iterations"`` and no answer. Otherwise the status is ``"completed"``,
+    or ``"error"`` when the model fails permanently.
 
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.

@@ -29,7 +29,12 @@ from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
-from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
+from loopgraphs.nodes.parsing.text import (
+    best_effort_answer,
+    content_text,
+    cut_short,
+    final_answer_of,
+)
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -104,6 +109,8 @@ def build_react(
         iterations = scratch.get("iterations", 0) + 1
         update["scratch"] = {"iterations": iterations, "reformat": False}
         update["messages"] = [reading.message]
+        if reading.outcome == "final" and cut_short(reading.message):
+            return {**update, **cut_reply(state, run, reading.message, iterations)}
         if reading.outcome == "final":
             answer = restated_answer(
                 reading.answer,
@@ -126,8 +133,25 @@ def build_react(
             return {**update, "messages": [reading.message, ask]}
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
+        if cut_short(reading.message):
+            return {**update, **cut_reply(state, run, reading.message, iterations)}
         update["messages"] = [answer_message(reading.message, reading.answer)]
         return {**update, "status": "completed", "answer": reading.answer}
+
+    def cut_reply(
+        state: dict[str, Any], run: LoopSettings, reply: AIMessage, iterations: int
+    ) -> dict[str, Any]:
+        """A reply cut at the token cap is not an answer: ask once for a short one while
+        turns are left; else end, not completed, with the last tool result (if any)."""
+        if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
+            ask = loop_prompt(prompts.SHORT_ANSWER)
+            return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
+        answer = last_result(state)
+        return {
+            "messages": [answer_message(reply, answer)],
+            "answer": answer,
+            "status": "max_iterations",
+        }
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
@@ -137,15 +161,17 @@ def build_react(
         )
         reply = without_tool_calls(update["messages"][0])
         step = interpret(update.get("tool_mode", "none"), reply)
-        answer = step.answer if step.kind == "final" else ""
-        if not answer and step.kind == "none":
+        answer = step.answer if step.kind == "final" and not cut_short(reply) else ""
+        if not answer and step.kind == "none" and not cut_short(reply):
             answer = final_answer_of(content_text(reply.content))
         scratch = scratch_of(state)
         start, fence = scratch.get("transcript_start", 0), scratch.get("fence", "")
         examples = example_answers(run_registry(run, state))
         answer = restated_answer(answer, state["messages"], start, fence, examples=examples)
         if not answer:
-            answer = last_result(state) or best_effort_answer(state["messages"])
+            answer = last_result(state) or best_effort_answer(
+                [m for m in state["messages"] if not cut_short(m)]
+            )
         reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
@@ -163,7 +189,8 @@ def build_react(
             [request], Form(prompts.SYNTHESIZE_SYSTEM), with_system=False
         )
         reply, update = yield from call_model(call)
-        text = content_text(reply.content).strip() or state.get("answer", "")
+        text = "" if cut_short(reply) else content_text(reply.content).strip()
+        text = text or state.get("answer", "")
         return {**update, "answer": text, "messages": [answer_message(reply, text)]}
 
     def turns_spent(state: dict[str, Any], run: LoopSettings) -> bool:
@@ -180,6 +207,8 @@ def build_react(
         )
 
     def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        if state.get("status") == "max_iterations":  # a reply cut again (see cut_reply)
+            return END
         if state.get("status") == "completed":
             # An answer the model wrote after using tools may be rewritten by synthesis;
             # one a tool ended the run with stands as it is.

@@ -50,7 +50,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import request_of, LoopState, OutputState, scratch_of, start_run
+from loopgraphs.state import LoopState, OutputState, request_of, scratch_of, start_run
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
@@ -230,7 +230,7 @@ def episode_update(
     if [m.id for m in produced[:size]] == [m.id for m in episode_input]:
         changed = [
             restored(after)
-            for before, after in zip(episode_input, produced[:size])
+            for before, after in zip(episode_input, produced[:size], strict=True)
             if after != before
         ]
         return [*changed, *produced[size:]], None

@@ -27,7 +27,7 @@ from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_send import Form
-from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.parsing.text import content_text, cut_short, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
@@ -152,6 +152,7 @@ def build_tot(
             text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
             reply, update = yield from call_model(ask.call([HumanMessage(text)], form))
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
+            cut = cut_short(reply)
         else:
             requests = [
                 HumanMessage(
@@ -167,7 +168,8 @@ def build_tot(
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
                 raise all_failed(outcomes)
-            replies = [reply for reply, _ in answered]
+            replies = [reply for reply, _ in answered if not cut_short(reply)]
+            cut = False
             update = {
                 "llm_calls": sum(part["llm_calls"] for _, part in answered),
                 "usage": empty_usage(),
@@ -186,7 +188,7 @@ def build_tot(
                 "score": None,
                 "parent": state["parent"],
                 "index": index,
-                "answer": answer_in(thought),
+                "answer": "" if cut else answer_in(thought),
             }
             for index, thought in enumerate(thoughts)
         ]
@@ -246,7 +248,7 @@ def build_tot(
         reply, update = yield from call_model(
             asker(run, state, runtime).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
         )
-        said = content_text(reply.content).strip()
+        said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said
         status = (
             "completed" if answer and state.get("stop_reason") != "step_limit" else "max_iterations"
@@ -326,8 +328,11 @@ def create_tot_graph(
     After ``max_depth`` levels without one, one ``final_answer`` call asks the best
     branch for the answer: ``status="completed"`` when it gives text (the search ended
     by design), else ``"max_iterations"`` with the best branch's last thought as the
-    answer. A level with no candidates at all also goes to ``final_answer``. When the
-    run's ``recursion_limit`` is too low for another level, the search stops early and
+    answer. A reply cut at the token cap (``finish_reason="length"``, or text repeating
+    itself until the cap) gives no answer: its thoughts are scored, not taken as the
+    answer, and a cut ``final_answer`` reply counts as no text. A level with no
+    candidates at all also goes to ``final_answer``. When the run's ``recursion_limit``
+    is too low for another level, the search stops early and
     ends with ``status="max_iterations"``.
 
     Call budget, with b = ``n_branches``, w = ``beam_width``, d = ``max_depth`` and

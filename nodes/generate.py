@@ -4,22 +4,25 @@ system message, and how a reply is shown in the transcript."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from loopgraphs.nodes.model_call import Asker, call_model
-from loopgraphs.nodes.model_send import RAW_REPLY
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs import prompts
+from loopgraphs.nodes.model_call import Asker, ModelCall, call_model
+from loopgraphs.nodes.model_send import RAW_REPLY, Form
+from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.state import add_usage
 
 __all__ = [
     "answer_message",
     "asker",
     "call_model",
     "loop_prompt",
+    "short_again",
     "shown_as",
     "user_system",
 ]
@@ -70,3 +73,39 @@ def loop_prompt(text: str) -> HumanMessage:
     a tool, say), with an id of its own so that the run knows it wrote it (see
     ``loopgraphs.state.starts_run``)."""
     return HumanMessage(text, id=str(uuid.uuid4()))
+
+
+def short_again(
+    ask: Asker,
+    history: Sequence[AnyMessage],
+    form: Form,
+    reply: AIMessage,
+    spent: Mapping[str, Any],
+) -> Generator[ModelCall, Any, tuple[AIMessage, list[AnyMessage], dict[str, Any]]]:
+    """Ask once more, for a short answer, when ``reply`` (to ``history``) was cut at the
+    token cap (see ``cut_short``).
+
+    Args:
+        ask: The node's ``Asker``.
+        history: The messages ``reply`` answered.
+        form: The form of the first request (its instructions).
+        reply: The model's reply.
+        spent: The ``llm_calls``/``usage`` update of the first request.
+
+    Yields:
+        One model call when ``reply`` was cut, none otherwise.
+
+    Returns:
+        The reply to read (the new one, itself possibly cut), the messages for the
+        transcript (``reply``, and the request and the new reply when one was made) and
+        the ``llm_calls``/``usage`` update of all the calls.
+    """
+    if not cut_short(reply):
+        return reply, [reply], dict(spent)
+    request = loop_prompt(prompts.SHORT_ANSWER)
+    again, more = yield from call_model(ask.call([*history, reply, request], form))
+    update = {
+        "llm_calls": int(spent.get("llm_calls") or 0) + int(more.get("llm_calls") or 0),
+        "usage": add_usage(spent.get("usage"), more.get("usage")),
+    }
+    return again, [reply, request, again], update

@@ -64,6 +64,42 @@ def question_text(messages: Sequence[AnyMessage]) -> str:
     return content_text(messages[-1].content).strip() if messages else ""
 
 
+# Where providers say a reply stopped at its token cap.
+CUT_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
+REPEAT_UNITS = (4, 200)  # lengths of a repeated piece of text, in characters
+REPEAT_MIN_CHARS = 48  # repeats shorter than this in all are not a runaway
+
+
+def ends_in_repetition(text: str) -> bool:
+    """Whether ``text`` ends by repeating one piece of it three times or more in a row
+    (48 characters or more in all), the way a small model runs on until its token cap:
+    "the United States of America the United States of America …". The piece may be cut
+    anywhere at the very end; whitespace is collapsed first."""
+    tail = " ".join(text[-4 * REPEAT_UNITS[1] :].split())
+    low, high = REPEAT_UNITS
+    for size in range(low, min(high, len(tail) // 3) + 1):
+        times = max(3, -(-REPEAT_MIN_CHARS // size))
+        for cut in range(size):
+            end = len(tail) - cut
+            if end < times * size:
+                break
+            unit = tail[end - size : end]
+            if tail[end - times * size : end] == unit * times:
+                return True
+    return False
+
+
+def cut_short(message: AnyMessage) -> bool:
+    """Whether a reply is cut: its provider says it stopped at the token cap
+    (``finish_reason="length"`` and the like), or its text ends in a run of repeats.
+    Such a reply is not an answer."""
+    metadata = getattr(message, "response_metadata", None) or {}
+    reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+    if reason in CUT_REASONS:
+        return True
+    return ends_in_repetition(content_text(message.content))
+
+
 def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
     """The most useful text already in a transcript: the last assistant text, else the
     last tool result, else an empty string."""
