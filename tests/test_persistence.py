@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_cli_run_continued_with_thread(local_server, tmp_path, capsys):
     db = tmp_path / "runs.sqlite"
     common = ["--base-url", local_server.url, "--tools", "", "--db", str(db), "--thread", "t1"]
-    common += ["--max-tokens", "24", "--json"]
+    common += ["--max-tokens", "128", "--json"]
     assert main(["run", "react", "My name is Ada.", *common]) == 0
     assert main(["run", "react", "What is my name?", *common]) == 0
     printed = capsys.readouterr().out
