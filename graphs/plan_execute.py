@@ -44,7 +44,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import request_of, LoopState, OutputState, start_run
+from loopgraphs.state import LoopState, OutputState, request_of, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MIN_ASKED = 3

@@ -198,7 +198,7 @@ def episode_update(
     conversation: Sequence[AnyMessage],
     episode_input: Sequence[AnyMessage],
     produced: Sequence[AnyMessage],
-) -> tuple[list[AnyMessage], int | None]:
+) -> tuple[list[BaseMessage], int | None]:
     """The conversation's update for an episode that took ``episode_input`` and ended
     with ``produced``, and where the run's transcript now starts (None: unchanged).
 
@@ -242,7 +242,7 @@ def episode_update(
         start = next(
             (i for i, m in enumerate(produced) if not isinstance(m, HumanMessage)), len(produced)
         )
-    rewritten: list[AnyMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES)]
+    rewritten: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES)]
     rewritten += [restored(message) for message in produced]
     return rewritten, start
 

@@ -76,7 +76,11 @@ def test_react_asks_once_for_a_short_answer_after_a_cut_one(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_react_cut_twice_ends_with_the_last_tool_result_not_completed(mode):
-    replies = [act(mode, "lookup", {"key": "x"}), capped(final(mode, "7 7 7")), final(mode, RUNAWAY)]
+    replies = [
+        act(mode, "lookup", {"key": "x"}),
+        capped(final(mode, "7 7 7")),
+        final(mode, RUNAWAY),
+    ]
     model = model_for(mode, replies)
     out = create_react_graph(model, [lookup], tool_mode=mode).invoke(
         {"messages": [("user", "what is x?")]}
