@@ -57,8 +57,7 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
     for row in results["overhead"]["react_vs_alternatives"]:
         rows.append(
             [
-                f"ReAct / plain loop, N={row['tool_calls']}{with_middleware(row)} "
-                f"({row['mode']})",
+                f"ReAct / plain loop, N={row['tool_calls']}{with_middleware(row)} ({row['mode']})",
                 ratio(row["ratio_vs_plain"]),
                 "-",
                 "-",
