@@ -332,6 +332,7 @@ def test_modes_context_editing_clears_old_tool_results(mode_agent):
 
 LOOPS = ["plan_execute", "reflexion"]
 
+
 def plan(*steps: str) -> AIMessage:
     return calls(call("Plan", {"steps": list(steps)}))
 
