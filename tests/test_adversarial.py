@@ -202,17 +202,25 @@ RAISING = {"raises_transient", "raises_permanent"}
 # out after a revision; Plan-and-Execute records a step that hit its budget and goes on;
 # Reflexion never hears "SATISFACTORY" and ends at max_reflections; ToT completes when the
 # forced final answer has text and ends "max_iterations" when no thought was ever produced.
-# A model that never stops asking ends at the budget ("max_iterations").
+# A model that never stops asking ends at the budget ("max_iterations"). A reply that
+# repeats itself until it ends ("huge") is cut, never an answer: it ends "max_iterations"
+# in ReAct, CoT and ToT; so does a CoT sample with no text (empty, or tool calls only).
 DONE, BUDGET, ERROR = {"completed"}, {"max_iterations"}, {"error"}
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "react": {
         "random_text": DONE,
         "empty": DONE,
-        "huge": DONE,
+        "huge": BUDGET,
         "never_finishes": BUDGET,
         "always_tools": BUDGET,
     },
-    "cot": {s: DONE for s in ("random_text", "empty", "huge", "never_finishes", "always_tools")},
+    "cot": {
+        "random_text": DONE,
+        "never_finishes": DONE,
+        "empty": BUDGET,
+        "huge": BUDGET,
+        "always_tools": DONE | BUDGET,  # native: tool calls only, no text
+    },
     "critic": {s: DONE for s in ("random_text", "empty", "huge", "never_finishes", "always_tools")},
     "plan_execute": {
         s: DONE for s in ("random_text", "empty", "huge", "never_finishes", "always_tools")
@@ -231,7 +239,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     },
     "tot": {
         "random_text": DONE,
-        "huge": DONE,
+        "huge": BUDGET,
         "never_finishes": DONE,
         "empty": BUDGET,
         "always_tools": BUDGET,

@@ -27,7 +27,12 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     assert data["meta"]["machine"]["cores"] >= 1 and data["local"] == {"skipped": "--no-local"}
 
     react = data["overhead"]["react_vs_alternatives"]
-    assert [row["tool_calls"] for row in react] == [1, 5]
+    assert [(row["middleware"], row["tool_calls"]) for row in react] == [
+        (0, 1),
+        (0, 5),
+        (3, 1),
+        (3, 5),
+    ]
     for row in react:
         assert set(row["us_per_call"]) == {"loopgraphs", "create_agent", "plain"}
         assert all(is_spread(row[key]) for key in ("ratio_vs_create_agent", "ratio_vs_plain"))

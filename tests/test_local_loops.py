@@ -38,7 +38,7 @@ def test_loop_runs_on_the_local_model(local_model, name):
     # is never acceptable here: the server is local and every reply is handled.
     both = ("completed", "max_iterations")
     statuses, budget = {
-        "cot": (("completed",), 1),
+        "cot": (both, 2),  # one more call when the sample is cut at the token cap
         "react": (both, 2 + 1),  # max_iterations, then one final-answer request
         "plan_execute": (
             ("completed",),  # a step that runs out is recorded and the plan goes on
@@ -51,7 +51,9 @@ def test_loop_runs_on_the_local_model(local_model, name):
     }[name]
     assert out["status"] in statuses, out.get("error")
     assert 1 <= out["llm_calls"] <= budget
-    assert isinstance(out["answer"], str) and out["answer"].strip()
+    assert isinstance(out["answer"], str)
+    if out["status"] == "completed":
+        assert out["answer"].strip()
     usage = out["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
     assert 0 <= usage["cached_tokens"] <= usage["input_tokens"]
@@ -62,11 +64,13 @@ def test_loop_runs_on_the_local_model(local_model, name):
         if isinstance(m, HumanMessage) and m.content == prompts.FORCE_FINAL_ANSWER
     ]
     if name == "cot":
-        assert out["llm_calls"] == 1  # exactly self_consistency calls
+        assert out["llm_calls"] in (1, 2)  # a cut sample is asked once more
     if name == "react":
         # Out of turns means all of them were used, and the last call asked for the answer.
-        ran_out = out["status"] == "max_iterations"
-        assert (out["llm_calls"] == budget) == ran_out and len(forced) == int(ran_out)
+        # A reply cut twice also ends "max_iterations", with no final-answer request.
+        cut = [m for m in out["messages"] if m.content == prompts.SHORT_ANSWER]
+        ran_out = out["status"] == "max_iterations" and not cut
+        assert len(forced) == int(ran_out) and (out["llm_calls"] == budget or not ran_out)
     if name == "self_ask" and out["status"] == "max_iterations":
         assert out["llm_calls"] == budget  # the follow-up, then the forced answer
     if name == "reflexion":
