@@ -234,14 +234,19 @@ def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[s
     return update
 
 
+def conversation_of(state: Mapping[str, Any]) -> list[AnyMessage]:
+    """The caller's conversation: the messages before the run's own transcript (all of
+    them before the run has set its transcript up)."""
+    messages = state.get("messages") or []
+    return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
+
+
 def request_of(state: Mapping[str, Any]) -> str:
     """The user's request as the conversation holds it now: the latest user message
     before the run's own transcript. Read at each use rather than saved once, so that a
     middleware that rewrites the input (redaction, summarization) is seen by every later
     prompt; ``request`` (saved when the run started) is the fallback."""
-    messages = state.get("messages") or []
-    conversation = messages[: scratch_of(state).get("transcript_start", len(messages))]
-    return question_text(conversation) or str(state.get("request") or "")
+    return question_text(conversation_of(state)) or str(state.get("request") or "")
 
 
 def starts_run(state: Mapping[str, Any]) -> bool:

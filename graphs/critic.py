@@ -44,6 +44,7 @@ from loopgraphs.state import (
     LoopState,
     OutputState,
     add_usage,
+    conversation_of,
     extend_list,
     scratch_of,
     start_run,
@@ -179,14 +180,10 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             update.update(status="max_iterations", answer="")
         return update
 
-    def conversation(state: dict[str, Any]) -> list[AnyMessage]:
-        messages = state["messages"]
-        return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
-
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         reply, update = yield from call_model(
-            asker(run, state, runtime).call(conversation(state), Form(prompts.CHAT_SYSTEM))
+            asker(run, state, runtime).call(conversation_of(state), Form(prompts.CHAT_SYSTEM))
         )
         draft = content_text(reply.content).strip()
         done: dict[str, Any] = {}
@@ -223,7 +220,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
             result = yield from structured_call(
                 ask,
-                [*conversation(state), request],
+                [*conversation_of(state), request],
                 RequiredCritique if require else CritiqueReport,
                 instructions=_json_critique_text,
                 tools=run.tools.tools,
@@ -243,7 +240,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                     "critique_data": data,
                 }
         form = Form(_text_critique_text, tools="prompt")
-        asked = [*conversation(state), request]
+        asked = [*conversation_of(state), request]
         reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
         if require and not parse_critique(content_text(reply.content)).claims:
             again = HumanMessage(prompts.CRITIQUE_REQUIRED_AGAIN.format(tool=which))
@@ -323,7 +320,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             prompts.REVISE_REQUEST.format(draft=state.get("draft", ""), results=results)
         )
         reply, update = yield from call_model(
-            asker(run, state, runtime).call([*conversation(state), request], Form(system))
+            asker(run, state, runtime).call([*conversation_of(state), request], Form(system))
         )
         draft = content_text(reply.content).strip() or state.get("draft", "")
         more = number < run.max_iterations and steps_left(state, ROUND_STEPS)

@@ -161,8 +161,9 @@ def build_react(
         )
         reply = without_tool_calls(update["messages"][0])
         step = interpret(update.get("tool_mode", "none"), reply)
-        answer = step.answer if step.kind == "final" and not cut_short(reply) else ""
-        if not answer and step.kind == "none" and not cut_short(reply):
+        cut = cut_short(reply)
+        answer = step.answer if step.kind == "final" and not cut else ""
+        if not answer and step.kind == "none" and not cut:
             answer = final_answer_of(content_text(reply.content))
         scratch = scratch_of(state)
         start, fence = scratch.get("transcript_start", 0), scratch.get("fence", "")

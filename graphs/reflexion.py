@@ -50,7 +50,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopState, OutputState, request_of, scratch_of, start_run
+from loopgraphs.state import LoopState, OutputState, conversation_of, request_of, start_run
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
@@ -270,8 +270,7 @@ def build_reflexion(
         }
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        messages = state["messages"]
-        conversation = messages[: scratch_of(state).get("transcript_start", len(messages))]
+        conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
         out, spent = yield from react.run(runtime, state, episode_input)
         answers = list(state.get("episode_answers") or [])
