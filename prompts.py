@@ -290,6 +290,53 @@ SELF_ASK_FORCE_FINAL = (
     "reply now with one line: So the final answer is: <your best answer>"
 )
 
+# Self-Ask on models it guides (json and text modes on the embedded small model): each
+# turn reads a short scratchpad after one worked example, and each tool result is read in
+# a turn of its own.
+
+SELF_ASK_GUIDED_SYSTEM = (
+    "Answer the question by asking simple follow-up questions, one at a time. Each "
+    "follow-up goes to a tool, and its intermediate answer comes back. Then ask the next "
+    "follow-up, or give the final answer.\nTools:\n{tools}"
+)
+
+SELF_ASK_GUIDED_TEXT_NOTE = (
+    'Reply with one line: "Follow up: <question>" or "So the final answer is: <answer>". '
+    'A follow-up goes to the tool {tool}; for another tool, add a line "Tool: <name>".'
+)
+
+SELF_ASK_EXAMPLE_QUESTION = "In which city was the author of Silver Harbour born?"
+
+SELF_ASK_EXAMPLE_STEPS = (
+    (
+        "Who is the author of Silver Harbour?",
+        "Silver Harbour is a novel by Mara Lind. It was published in 1931.",
+        "Mara Lind",
+    ),
+    (
+        "In which city was Mara Lind born?",
+        "Mara Lind was born in the year 1898. Mara Lind was born in Bergen.",
+        "Bergen",
+    ),
+)
+"""The worked example's follow-ups: (question, tool result, intermediate answer)."""
+
+SELF_ASK_EXAMPLE_ANSWER = "Bergen"
+
+SELF_ASK_QUESTION_LINE = "Question: {question}"
+
+SELF_ASK_STEP_LINES = "Follow up: {question}\nIntermediate answer: {answer}"
+
+SELF_ASK_FOLLOW_UP_LINE = "Follow up: {question}"
+
+SELF_ASK_FINAL_LINE = "So the final answer is: {answer}"
+
+SELF_ASK_READ_SYSTEM = (
+    "Answer the question in a few words, with the answer read from the tool result.\n{fence_note}"
+)
+
+SELF_ASK_READ = "Tool result: {result}\n\nQuestion: {question}"
+
 # ---------------------------------------------------------------- CRITIC
 
 _CRITIQUE_HEAD = """You check a draft answer for factual errors before it is sent.

@@ -4,12 +4,16 @@ Graph: ``prepare → generate → parse → call_tool → generate ...``. A foll
 answered by a tool (the first tool, or the one named with ``Tool:``/``Tool Input:``, or the
 tools the model calls natively) or, without tools, by the model itself on its next turn.
 ``final_answer`` asks once for the answer when the follow-up budget is spent.
+
+A model that cannot be trusted to write the grammar (json and text modes on the embedded
+small model) is guided instead: see ``loopgraphs.graphs.self_ask_guided`` for its turns
+and their grounded schemas; the nodes below dispatch to it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import Annotated, Any
@@ -23,14 +27,39 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.graphs.self_ask_guided import (
+    GUIDED_MAX_CHARS,
+    asked_before,
+    copies_example,
+    example_tool,
+    final_of,
+    grounding,
+    guided,
+    guided_choice,
+    guided_fallback,
+    guided_form,
+    guided_steps,
+    read_of,
+    read_request,
+    scratchpad,
+    spent_both,
+    worked_example,
+)
+from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
-from loopgraphs.nodes.errors import failed_calls, is_form_rejection
-from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
+from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
-from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, asked_part, parse_self_ask
-from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
+from loopgraphs.nodes.parsing.self_ask import (
+    SelfAskTurn,
+    asked_part,
+    open_json_field,
+    parse_self_ask,
+    read_answer,
+)
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -41,7 +70,14 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.nodes.tool_step import ToolStep
-from loopgraphs.state import LoopState, OutputState, extend_list, scratch_of, start_run
+from loopgraphs.state import (
+    LoopState,
+    OutputState,
+    extend_list,
+    request_of,
+    scratch_of,
+    start_run,
+)
 from loopgraphs.toolkits.registry import ToolRegistry
 
 # Graph steps that must still follow a node for each route to end within the recursion
@@ -62,10 +98,15 @@ class SelfAskOutput(OutputState, total=False):
 class SelfAskState(SelfAskOutput, LoopState, total=False):
     """State of the Self-Ask loop: ``pending`` holds the tool calls of the current turn
     and ``tool_log`` the run's tool calls and results (for the loop-break and
-    ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls."""
+    ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls. In a
+    guided run ``unread`` says the last tool result has not been read yet, and
+    ``finishing`` that the model asked nothing new (``"asked"``) or that the budget ran
+    out before it could ask (``"budget"``): ``final_answer`` comes next."""
 
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], extend_list]
+    unread: bool
+    finishing: str
 
 
 def _without_calls(message: AIMessage) -> AIMessage:
@@ -164,6 +205,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "follow_ups": [],
             "pending": [],
             "tool_log": None,
+            "unread": False,
+            "finishing": "",
         }
         if update["status"] == "running" and not steps_left(state, START_STEPS):
             update.update(status="max_iterations", answer="")
@@ -195,8 +238,165 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         update["llm_calls"] += rejected
         return {**update, "messages": [reply], "tool_mode": mode}
 
+    def guided_call(
+        run: LoopSettings,
+        state: Mapping[str, Any],
+        messages: Sequence[AnyMessage],
+        runtime: Runtime[Any],
+        *,
+        final: bool,
+    ) -> Generator[Any, Any, tuple[AIMessage, dict[str, Any]]]:
+        """One guided turn: constrained in json mode (falling back to the text form when
+        the provider refuses the schema); its first follow-up honours the tool choice."""
+        mode = state.get("tool_mode") or "text"
+        choice = guided_choice(run)
+        tool = example_tool(run.tools, request_of(state), choice)
+        ask = asker(run, state, runtime)
+        answered = any(f.get("tool") for f in state.get("follow_ups", []))
+        require = None if final or answered else choice
+        rejected = 0
+        if mode == "json" and capabilities(run.chat_model).structured_output is not False:
+            follow_ups = state.get("follow_ups", [])
+            grounded = grounding(request_of(state), follow_ups, final=final)
+            form = guided_form(mode, tool, final=final, grounded=grounded)
+            call = ask.call(messages, form, tools=run.tools.tools, tool_choice=require)
+            try:
+                return (yield from call_model(call))
+            except Exception as exc:
+                if not is_form_rejection(exc):
+                    raise
+                rejected = failed_calls(exc)
+        form = guided_form(mode, tool, final=final, grounded=None)
+        try:
+            reply, update = yield from call_model(ask.call(messages, form, tools=run.tools.tools))
+        except Exception as exc:
+            mark_sent(exc, failed_calls(exc) + rejected)
+            raise
+        update["llm_calls"] += rejected
+        return reply, update
+
+    def guided_turn_messages(
+        run: LoopSettings, state: Mapping[str, Any], follow_ups: Sequence[Mapping[str, Any]]
+    ) -> list[AnyMessage]:
+        """The worked example, then the run's scratchpad."""
+        mode = state.get("tool_mode") or "text"
+        question = request_of(state)
+        tool = example_tool(run.tools, question, guided_choice(run))
+        fence = scratch_of(state).get("fence", "")
+        steps = guided_steps(follow_ups, bool(state.get("unread")), fence)
+        return [
+            *worked_example(mode, run.tools, tool),
+            HumanMessage(scratchpad(question, steps)),
+        ]
+
+    def guided_generate(state: dict[str, Any], runtime: Runtime[Any]) -> Logic:
+        """Read the last tool result (when unread), then ask the next follow-up while the
+        budget allows; each is one model call."""
+        run = settings.for_run(runtime)
+        made = scratch_of(state).get("iterations", 0)
+        follow_ups = list(state.get("follow_ups", []))
+        update: dict[str, Any] = {"llm_calls": 0, "usage": {}}
+        replies: list[AnyMessage] = []
+        if state.get("unread") and follow_ups:
+            last = follow_ups[-1]
+            fence = scratch_of(state).get("fence", "")
+            mode = state.get("tool_mode") or "text"
+            question, result = str(last["question"]), str(last["answer"])
+            messages, form = read_request(mode, question, result, fence)
+            call = asker(run, state, runtime).call(messages, form, tools=run.tools.tools)
+            reply, spent = yield from call_model(call)
+            said = read_of(reply)
+            if copies_example(said, f"{last['question']} {last['answer']}"):
+                said = ""
+            said = said or guided_fallback(follow_ups, unread=True)
+            follow_ups[-1] = {**last, "answer": said}
+            update = {**spent_both(update, spent), "follow_ups": follow_ups, "unread": False}
+            replies.append(reply)
+            made += 1
+        if made < run.max_iterations:
+            view = {**state, "follow_ups": follow_ups, "unread": False}
+            messages = guided_turn_messages(run, view, follow_ups)
+            reply, spent = yield from guided_call(run, view, messages, runtime, final=False)
+            update = {**update, **spent_both(update, spent)}
+            replies.append(reply)
+            made += 1
+        else:
+            update["finishing"] = "budget"
+        return {**update, "messages": replies, "scratch": {"iterations": made}}
+
+    def guided_parse(state: SelfAskState, run: LoopSettings, reply: AIMessage) -> dict[str, Any]:
+        """A guided reply: until a tool has answered a follow-up the reply is a follow-up
+        (its question, else its first line, else the user's question); later a new
+        follow-up goes to the tool, a final answer that was not cut ends the run, and
+        anything else (a follow-up asked before, no question) moves on to the answer."""
+        if state.get("finishing"):
+            return {}
+        follow_ups = list(state.get("follow_ups", []))
+        answered = any(f.get("tool") for f in follow_ups)
+        text = content_text(reply.content)
+        turn = parse_self_ask(text)
+        asks = turn.kind in ("tool", "follow_up") or bool(turn.kind == "final" and turn.question)
+        new_question = bool(turn.question) and not asked_before(turn.question, follow_ups)
+        final = turn.kind == "final" and bool(turn.answer) and not new_question
+        if answered and final and not cut_short(reply):
+            shown = answer_message(reply, turn.answer)
+            return {"status": "completed", "answer": turn.answer, "messages": [shown]}
+        question = (turn.question if asks else "") or open_json_field(text, "follow_up")
+        if not answered:
+            question = question or read_answer(text) or request_of(state)
+        question = question[:GUIDED_MAX_CHARS]
+        if not question or (answered and asked_before(question, follow_ups)):
+            if steps_left(state, ANSWER_STEPS):
+                return {"finishing": "asked"}
+            answer = guided_fallback(follow_ups, bool(state.get("unread")))
+            return {"status": "max_iterations", "answer": answer}
+        default = example_tool(run.tools, request_of(state), guided_choice(run))
+        name = turn.tool if asks and turn.tool else default
+        args = turn.tool_input if asks and turn.tool and turn.tool_input else question
+        number = scratch_of(state).get("iterations", 0)
+        call = {"id": f"call_{number}", "name": name, "args": args, "question": question}
+        if steps_left(state, TOOL_STEPS):
+            return {"pending": [{**call, "native": False}]}
+        return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
+
+    def guided_final(state: dict[str, Any], runtime: Runtime[Any]) -> Logic:
+        """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
+        short answer while the budget allows, and is never the answer: the run then ends,
+        not completed, with the last intermediate answer."""
+        run = settings.for_run(runtime)
+        follow_ups = list(state.get("follow_ups", []))
+        messages = guided_turn_messages(run, state, follow_ups)
+        reply, update = yield from guided_call(run, state, messages, runtime, final=True)
+        shown: list[AnyMessage] = [reply]
+        answer = final_of(reply)
+        finishing = state.get("finishing")
+        made = scratch_of(state).get("iterations", 0)
+        if not answer and cut_short(reply) and finishing == "asked" and made < run.max_iterations:
+            mode = state.get("tool_mode") or "text"
+            tool = example_tool(run.tools, request_of(state), guided_choice(run))
+            form = guided_form(mode, tool, final=True, grounded=None)
+            ask = asker(run, state, runtime)
+            again, shown, update = yield from short_again(ask, messages, form, reply, update)
+            answer = final_of(again)
+        evidence = " ".join(f"{f['question']} {f['answer']}" for f in follow_ups)
+        if copies_example(answer, f"{request_of(state)} {evidence}"):
+            answer = ""
+        done = bool(answer) and finishing == "asked"
+        answer = answer or guided_fallback(follow_ups, bool(state.get("unread")))
+        last = shown[-1]
+        if isinstance(last, AIMessage):
+            shown = [*shown[:-1], answer_message(last, answer)]
+        return {
+            **update,
+            "messages": shown,
+            "answer": answer,
+            "status": "completed" if done else "max_iterations",
+        }
+
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
+        if guided(run, state.get("tool_mode") or "none"):
+            return (yield from guided_generate(state, runtime))
         update = yield from model_turn(run, state, state["messages"], runtime)
         return {**update, "scratch": {"iterations": scratch_of(state).get("iterations", 0) + 1}}
 
@@ -219,6 +419,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if not isinstance(reply, AIMessage):
             return {"status": "error", "error": "the last message is not a model reply"}
         mode = state.get("tool_mode", "none")
+        if guided(run, mode):
+            return guided_parse(state, run, reply)
         native_calls = reply.tool_calls if mode == "native" else []
         text = content_text(reply.content)
         turn = parse_self_ask(text)
@@ -323,10 +525,13 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "pending": [],
             "tool_log": [AIMessage(content="", tool_calls=calls), *results],
             "follow_ups": follow_ups,
+            "unread": guided(run, state.get("tool_mode") or "none"),
         }
 
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
+        if guided(run, state.get("tool_mode") or "none"):
+            return (yield from guided_final(state, runtime))
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
         update = yield from model_turn(run, state, [*state["messages"], ask], runtime)
         reply = update["messages"][0]
@@ -350,6 +555,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return END
         if state.get("pending"):
             return "call_tool"
+        if state.get("finishing"):
+            return "final_answer"
         return route_tools(state, runtime)
 
     def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> str:

@@ -35,6 +35,7 @@ from loopgraphs.toolkits.registry import ToolRegistry
 ToolsForm = Literal["bind", "schema", "prompt"]
 Render = Callable[[Sequence[AnyMessage], ToolRegistry], list[BaseMessage]]
 Instructions = str | Callable[[ToolRegistry], str]
+Schema = Callable[[ToolRegistry, str | None], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,16 @@ class Form:
             from the request's messages and tools (worked examples, observations as
             user messages). None: the messages as written.
         thoughts: Whether a json action has a ``thought`` field.
+        schema: For ``"schema"``: the JSON schema the reply is constrained to, made from
+            the request's tools and its ``tool_choice`` (as ``action_schema`` reads it).
+            None: one ReAct action (``action_schema``).
     """
 
     instructions: Instructions = ""
     tools: ToolsForm = "bind"
     render: Render | None = None
     thoughts: bool = True
+    schema: Schema | None = None
 
 
 PLAIN = Form()
@@ -108,8 +113,11 @@ def prepare(
         return runnable, [*head, *as_written(request.messages)], _read_reply
     body = form.render(request.messages, registry) if form.render else as_written(request.messages)
     if form.tools == "schema":
-        schema = action_schema(
-            registry, require=_required(request.tool_choice), thoughts=form.thoughts
+        require = _required(request.tool_choice)
+        schema = (
+            form.schema(registry, require)
+            if form.schema is not None
+            else action_schema(registry, require=require, thoughts=form.thoughts)
         )
         structured = model.with_structured_output(schema, method="json_schema", include_raw=True)
         return structured, [*head, *body], _read_action_json

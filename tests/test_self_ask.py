@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
+import re
 import string
 import time
 from pathlib import Path
@@ -12,8 +14,15 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from loopgraphs import prompts
+from loopgraphs.graphs import self_ask_guided
 from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.nodes.parsing.self_ask import asked_part, parse_self_ask
+from loopgraphs.nodes.parsing.self_ask import (
+    asked_part,
+    open_json_field,
+    parse_self_ask,
+    read_answer,
+    relevant_sentences,
+)
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, model_for
@@ -504,3 +513,357 @@ def test_required_tool_choice_gives_up_asking_at_the_budget():
     out = graph.invoke(QUESTION)
     assert out["answer"] == "Macron" and search.queries == []
     assert out["llm_calls"] == model.call_count <= 2
+
+
+# ---------------------------------------------------------------- guided runs
+# On a model that gets a tool call required by default (the embedded small model), json
+# and text modes are guided: the first reply is a follow-up, each tool result is read in
+# a call of its own, and a follow-up asked again moves on to the final answer. Native mode
+# keeps the free grammar.
+
+
+@pytest.fixture
+def small_model(monkeypatch):
+    """Treat every model as the embedded small model (a tool call required by default)."""
+    monkeypatch.setattr(self_ask_guided, "default_tool_choice", lambda model: "required")
+
+
+def guided_ask(mode: str, question: str, tool: str = "search") -> str:
+    """A guided reply asking one follow-up, in json or text mode."""
+    if mode == "json":
+        return json.dumps({"follow_up": question, "tool": tool})
+    return f"Follow up: {question}"
+
+
+def guided_final(mode: str, answer: str) -> str:
+    if mode == "json":
+        return json.dumps({"final_answer": answer})
+    return f"So the final answer is: {answer}"
+
+
+def cut(text: str) -> AIMessage:
+    """A reply stopped at the token cap."""
+    return AIMessage(content=text, response_metadata={"finish_reason": "length"})
+
+
+def prompt_text(messages) -> str:
+    return "\n".join(content_text(m.content) for m in messages)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_chain_reads_each_tool_result_then_answers(small_model, mode):
+    search = Search()
+    if mode == "native":
+        replies = [ask(mode, Q1), ask(mode, Q2), "So the final answer is: Sergio Mattarella"]
+    else:
+        replies = [
+            guided_ask(mode, Q1),
+            "Italy",  # read from the first result
+            guided_ask(mode, Q2),
+            "Sergio Mattarella",  # read from the second result
+            guided_ask(mode, Q2),  # asked again: nothing new to ask
+            guided_final(mode, "Sergio Mattarella"),
+        ]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == [Q1, Q2]
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert out["llm_calls"] == len(replies) == model.call_count
+    if mode == "native":  # the free grammar: the tool's results are the answers
+        assert out["follow_ups"][0]["answer"] == FACTS[Q1]
+        return
+    assert out["follow_ups"] == [
+        {"question": Q1, "answer": "Italy", "tool": "search"},
+        {"question": Q2, "answer": "Sergio Mattarella", "tool": "search"},
+    ]
+    # Each result is read in a call of its own: the follow-up and the result, fenced.
+    read = prompt_text(model.prompts[1])
+    assert f"Question: {Q1}" in read and FACTS[Q1] in read and "<<tool_output " in read
+    # Each turn after it reads the worked example, then the run's scratchpad.
+    turn = model.prompts[2]
+    assert prompts.SELF_ASK_EXAMPLE_QUESTION in prompt_text(turn)
+    assert content_text(turn[-1].content) == (
+        f"Question: {content_text(QUESTION['messages'][0][1])}\n"
+        f"Follow up: {Q1}\nIntermediate answer: Italy"
+    )
+    if mode == "json":  # every reply is schema-constrained: follow-ups, reads, the answer
+        names = [schema["name"] for schema in model.schemas]
+        assert names == ["self_ask_follow_up", "self_ask_read"] * 2 + [
+            "self_ask_follow_up",
+            "self_ask_final_answer",
+        ]
+    else:
+        assert model.schemas == []
+
+
+def follow_up_pattern(schema) -> re.Pattern[str]:
+    field = schema["schema"]["anyOf"][0]["properties"]["follow_up"]
+    return re.compile(field["pattern"])
+
+
+def answer_pattern(schema, key: str) -> re.Pattern[str]:
+    return re.compile(schema["schema"]["properties"][key]["pattern"])
+
+
+def test_guided_json_replies_are_grounded_in_their_evidence(small_model):
+    """In json mode a follow-up is written from the question's words (and, later, holds
+    the last intermediate answer), a read from the tool result's new words, and the final
+    answer from the last intermediate answer."""
+    search = Search()
+    replies = [
+        guided_ask("json", Q1),
+        json.dumps({"answer": "Italy"}),
+        guided_ask("json", Q2),
+        json.dumps({"answer": "Sergio Mattarella"}),
+        json.dumps({"final_answer": "Sergio Mattarella"}),
+    ]
+    model, graph = build("json", replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert out["llm_calls"] == len(replies) == model.call_count
+    first, read, second, read_again, last = model.schemas
+    asking = follow_up_pattern(first)
+    assert asking.fullmatch("Who is the head of state of the country?")
+    assert not asking.fullmatch("Who was born in 1992?")  # 1992 is nowhere in the question
+    assert len(first["schema"]["anyOf"]) == 1  # no final answer before a follow-up
+    reading = answer_pattern(read, "answer")
+    assert reading.fullmatch("Italy") and reading.fullmatch("Milan.")
+    assert not reading.fullmatch("Expo")  # the follow-up's own words say nothing new
+    building = follow_up_pattern(second)
+    assert building.fullmatch("Who is the head of state of Italy?")
+    assert not building.fullmatch("Who is the head of state of the country?")
+    assert len(second["schema"]["anyOf"]) == 1  # one answer is not a chain yet
+    assert answer_pattern(read_again, "answer").fullmatch("Sergio Mattarella")
+    # After two answers the reply may end the chain, with the last answer's words.
+    ending = re.compile(last["schema"]["anyOf"][1]["properties"]["final_answer"]["pattern"])
+    assert ending.fullmatch("Sergio Mattarella") and not ending.fullmatch("Italy")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_first_reply_is_a_follow_up_whatever_it_says(small_model, mode):
+    search = Search()
+    answer_at_once = "Sergio Mattarella is the head of state."
+    replies = [answer_at_once]
+    if mode != "native":
+        replies += ["Italy", guided_final(mode, "Sergio Mattarella")]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    if mode == "native":  # a capable model answers as it likes
+        assert search.queries == [] and out["answer"] == answer_at_once
+        return
+    assert search.queries == [answer_at_once]
+    assert out["follow_ups"][0]["tool"] == "search"
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert out["llm_calls"] == 3 == model.call_count
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_guided_json_schema_offers_only_follow_ups_for_the_chosen_tool(small_model, mode):
+    search = Search()
+    replies = [guided_ask(mode, "6*7", tool="calculator"), "42", guided_final(mode, "42")]
+    model, graph = build(mode, replies, [search.tool, calculator], tool_choice="calculator")
+    out = graph.invoke({"messages": [("user", "What is 6 times 7?")]})
+    assert out["follow_ups"] == [{"question": "6*7", "answer": "42", "tool": "calculator"}]
+    assert out["answer"] == "42" and search.queries == []
+    if mode == "json":
+        (alternative,) = model.schemas[0]["schema"]["anyOf"]
+        assert alternative["properties"]["tool"] == {"const": "calculator"}
+        assert "final_answer" not in json.dumps(model.schemas[0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_run_that_never_stops_asking_ends_at_the_budget(small_model, mode):
+    search = Search()
+    counter = itertools.count()
+
+    def reply(messages):
+        if mode == "native":
+            return never_finishes(mode)(messages)
+        if "Tool result:" in content_text(messages[-1].content):
+            return f"answer {next(counter)}"  # a read
+        return guided_ask(mode, f"Question number {next(counter)}?")
+
+    model, graph = build(
+        mode, [reply], [search.tool], max_follow_ups=4, model_kwargs={"repeat_last": True}
+    )
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "max_iterations"
+    assert out["llm_calls"] == model.call_count == 4 + 1  # the budget, then the answer
+    assert out["answer"]
+    if mode != "native":
+        # ask, read, ask, read; the last result is read by the final turn
+        assert len(search.queries) == 2 and not out["answer"].startswith("Question number")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_cut_final_reply_is_asked_once_more(small_model, mode):
+    search = Search()
+    rambling = "Sergio Mattarella is the " + "head of the " * 40
+    if mode == "native":
+        replies = [ask(mode, Q1), cut(rambling), "So the final answer is: Sergio Mattarella"]
+    else:
+        replies = [
+            guided_ask(mode, Q1),
+            "Italy",
+            guided_ask(mode, Q1),  # asked again
+            cut(rambling),
+            guided_final(mode, "Sergio Mattarella"),
+        ]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    if mode == "native":  # the free grammar, without guided turns
+        assert not any("Tool result:" in prompt_text(p) for p in model.prompts)
+        return
+    assert out["answer"] == "Sergio Mattarella" and out["status"] == "completed"
+    assert content_text(model.prompts[-1][-1].content) == prompts.SHORT_ANSWER
+    assert out["llm_calls"] == 5 == model.call_count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_cut_twice_ends_with_the_last_intermediate_answer(small_model, mode):
+    search = Search()
+    rambling = "head of the " * 40
+    if mode == "native":
+        replies = [ask(mode, Q1), cut(rambling), cut(rambling)]
+        model, graph = build(mode, replies, [search.tool], max_follow_ups=2)
+        out = graph.invoke(QUESTION)
+        assert not any("Tool result:" in prompt_text(p) for p in model.prompts)
+        return
+    replies = [guided_ask(mode, Q1), "Italy", guided_ask(mode, Q1), cut(rambling), cut(rambling)]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Italy" and out["status"] == "max_iterations"
+    assert "head of the" not in out["answer"]
+    assert out["llm_calls"] == 5 == model.call_count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_cut_final_at_the_budget_is_not_asked_again(small_model, mode):
+    search = Search()
+    if mode == "native":
+        replies = [ask(mode, Q1), cut("head of the " * 40)]
+    else:
+        replies = [guided_ask(mode, Q1), cut("head of the " * 40)]
+    model, graph = build(mode, replies, [search.tool], max_follow_ups=1)
+    out = graph.invoke(QUESTION)
+    assert out["llm_calls"] == 2 == model.call_count  # max_follow_ups + 1
+    if mode != "native":  # the unread result's closest sentence stands in
+        assert out["status"] == "max_iterations"
+        assert out["answer"] == FACTS[Q1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guided_answer_copied_from_the_worked_example_is_not_taken(small_model, mode):
+    search = Search()
+    example = prompts.SELF_ASK_EXAMPLE_ANSWER
+    if mode == "native":
+        replies = [ask(mode, Q1), f"So the final answer is: {example}"]
+    else:
+        replies = [guided_ask(mode, Q1), "Italy", guided_ask(mode, Q1), guided_final(mode, example)]
+    _model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    if mode == "native":
+        assert out["answer"] == example
+        return
+    assert out["answer"] == "Italy" and out["status"] == "max_iterations"
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_guided_example_tool_is_the_one_whose_examples_match_the_question(small_model, mode):
+    from loopgraphs.toolkits import calculator as bundled_calculator
+    from loopgraphs.toolkits import make_search_tool
+
+    tools = [bundled_calculator, make_search_tool()]
+    replies = [guided_ask(mode, "Who founded Quillmark Instruments?"), "Bartholomew Ixley"]
+    replies.append(guided_final(mode, "Bartholomew Ixley"))
+    model, graph = build(mode, replies, tools)
+    out = graph.invoke({"messages": [("user", "Who founded Quillmark Instruments?")]})
+    assert out["follow_ups"][0]["tool"] == "search"
+    shown = prompt_text(model.prompts[0])
+    assert ('"tool": "search"' if mode == "json" else "goes to the tool search") in shown
+
+
+def test_guided_runs_only_in_json_and_text_modes_on_a_small_model(monkeypatch):
+    from loopgraphs.nodes.settings import make_settings
+
+    def run_of(model_default, **options):
+        monkeypatch.setattr(self_ask_guided, "default_tool_choice", lambda model: model_default)
+        return make_settings("self_ask", ScriptedChatModel(replies=[]), [calculator], options)
+
+    assert self_ask_guided.guided(run_of("required"), "json")
+    assert self_ask_guided.guided(run_of("required"), "text")
+    assert not self_ask_guided.guided(run_of("required"), "native")
+    assert not self_ask_guided.guided(run_of("required", tool_choice="auto"), "json")
+    assert not self_ask_guided.guided(run_of(None), "json")
+
+
+@pytest.mark.parametrize("limit", range(2, 16))
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_guided_small_recursion_limit_never_raises(small_model, mode, limit):
+    search = Search()
+    counter = itertools.count()
+
+    def reply(messages):
+        return guided_ask(mode, f"Question number {next(counter)}?")
+
+    model, graph = build(
+        mode, [reply], [search.tool], max_follow_ups=10, model_kwargs={"repeat_last": True}
+    )
+    out = graph.invoke(QUESTION, {"recursion_limit": limit})
+    assert out["status"] == "max_iterations"
+    assert out["llm_calls"] == model.call_count <= 11
+    assert isinstance(out["answer"], str)
+
+
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("Who founded Harrowby Looms?", "Harrowby Looms was founded by Ada Quinlan."),
+        ("Where was Ada Quinlan born?", "Ada Quinlan was born in Tessford."),
+    ],
+)
+def test_relevant_sentences_keep_the_closest_in_order(question, kept):
+    result = (
+        "Harrowby Looms: Harrowby Looms is an organisation. Harrowby Looms was founded by "
+        "Ada Quinlan.\n\nAda Quinlan: Ada Quinlan is a person. Ada Quinlan was born in "
+        "Tessford. Ada Quinlan was a weaver."
+    )
+    assert relevant_sentences(result, question, 1) == kept
+    assert relevant_sentences("42", question) == "42"
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("Italy", "Italy"),
+        ("\n**Intermediate answer:** Italy.\nMore text", "Italy."),
+        ("Answer: Milan", "Milan"),
+        ("", ""),
+    ],
+)
+def test_read_answer(text, answer):
+    assert read_answer(text) == answer
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"follow_up": "Who founded X?", "tool": "search"}', "Who founded X?"),
+        ('{"follow_up": "Who \\"really\\" founded the head of the head of', 'Who "really" founded'),
+        ('{"final_answer": "x"}', ""),
+    ],
+)
+def test_open_json_field_reads_a_cut_reply(text, value):
+    assert open_json_field(text, "follow_up").startswith(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a. " * 100_000, "\n" * 200_000, '{"follow_up": "' + "\\" * 200_000, "word " * 200_000],
+)
+def test_guided_parsers_are_fast_on_hostile_input(text):
+    started = time.monotonic()
+    relevant_sentences(text, "Who founded Harrowby Looms?")
+    read_answer(text)
+    open_json_field(text, "follow_up")
+    assert time.monotonic() - started < 1.0

@@ -201,3 +201,108 @@ def _self_ask_json(text: str) -> SelfAskTurn | None:
     if question:
         return SelfAskTurn("follow_up", question=question)
     return None
+
+
+_WORD_RE = re.compile(r"\w+")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
+_STEM_CHARS = 5  # words are compared by their first letters ("founder" meets "founded")
+_MAX_SENTENCES = 400
+_READ_MARKER_RE = re.compile(
+    r"^[ \t>*_#-]*(?:intermediate[ \t_]+answer|answer|so[ \t]+the[ \t]+final[ \t]+answer[ \t]+is)"
+    r"[ \t*_]*:[ \t*_]*",
+    re.IGNORECASE,
+)
+
+
+def _stems(text: str) -> set[str]:
+    """What a text is about: its words, lower-cased and cut to their first letters, without
+    the stop words of the bundled search tool."""
+    from loopgraphs.toolkits.search import STOP_WORDS
+
+    return {
+        word[:_STEM_CHARS]
+        for word in (token.lower() for token in _WORD_RE.findall(text))
+        if word not in STOP_WORDS
+    }
+
+
+def question_features(text: str) -> set[str]:
+    """What kind of question a text asks, to match it with a tool's worked examples: its
+    words cut to their first letters (stop words left out), ``#`` for a number, ``Name``
+    for a capitalised word after the first and the symbols other than punctuation
+    (``*``, ``+``)."""
+    from loopgraphs.toolkits.search import STOP_WORDS
+
+    features = set()
+    for position, token in enumerate(re.findall(r"\w+|[^\w\s]", clip(text))):
+        if token.isdigit():
+            features.add("#")
+        elif token[0].isupper() and position:
+            features.add("Name")
+        elif token.isalnum() and token.lower() not in STOP_WORDS:
+            features.add(token.lower()[:_STEM_CHARS])
+        elif not token.isalnum() and token not in "?.,!;:'\"":
+            features.add(token)
+    return features
+
+
+def relevant_sentences(text: str, question: str, limit: int = 3) -> str:
+    """The sentences of a tool result that share the most words with a question, in the
+    result's order: what a small model reads an intermediate answer from (a long result
+    buries the sentence that answers).
+
+    Args:
+        text: The tool's result.
+        question: The follow-up question the result answers.
+        limit: How many sentences to keep.
+
+    Returns:
+        The kept sentences joined by spaces; the whole (stripped) text when it holds no
+        more than ``limit`` sentences.
+    """
+    sentences = [
+        piece.strip()
+        for line in clip(text).splitlines()
+        for piece in _SENTENCE_END_RE.split(line)
+        if piece.strip()
+    ][:_MAX_SENTENCES]
+    if len(sentences) <= limit:
+        return " ".join(sentences)
+    wanted = _stems(question)
+    ranked = sorted(range(len(sentences)), key=lambda i: (-len(_stems(sentences[i]) & wanted), i))
+    return " ".join(sentences[i] for i in sorted(ranked[:limit]))
+
+
+def read_answer(text: str) -> str:
+    """The intermediate answer in a reply to "what does the tool result say": its first
+    non-empty line, without an ``Intermediate answer:`` or ``Answer:`` marker."""
+    for line in clip(text).splitlines():
+        line = tidy(_READ_MARKER_RE.sub("", line, count=1))
+        if line:
+            return line
+    return ""
+
+
+_OPEN_FIELD_CHARS = 300
+
+
+def open_json_field(text: str, key: str) -> str:
+    """The value of a JSON string field, read even when the reply was cut before the
+    string ended (``{"follow_up": "Who founded ...``): the escaped text up to the closing
+    quote or the end, at most 300 characters."""
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*"', clip(text))
+    if match is None:
+        return ""
+    chars: list[str] = []
+    escaped = False
+    for char in match.string[match.end() : match.end() + _OPEN_FIELD_CHARS]:
+        if escaped:
+            chars.append({"n": " ", "t": " "}.get(char, char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            break
+        else:
+            chars.append(char)
+    return tidy("".join(chars))

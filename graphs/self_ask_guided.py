@@ -1,0 +1,349 @@
+"""Self-Ask guided for a model that cannot be trusted to write the grammar.
+
+Json and text modes on the embedded small model (see ``guided``): each turn reads one
+worked example and a short scratchpad (the question, the follow-ups and their
+intermediate answers); each tool result is read, for its intermediate answer, in a call
+of its own. In json mode every reply is decoded under a schema whose strings are
+grounded (see ``loopgraphs.nodes.grounding``): a follow-up is written from the words of
+the question and of the answers read so far, an intermediate answer from the words of
+the tool result, and the final answer from the words of the intermediate answers. The
+graph's nodes are in ``loopgraphs.graphs.self_ask``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+
+from loopgraphs import prompts
+from loopgraphs.models import default_tool_choice
+from loopgraphs.nodes.call_tool import fence_output
+from loopgraphs.nodes.grounding import (
+    QUESTION_WORDS,
+    WORD_RE,
+    grounded_string,
+    new_words,
+    words_of,
+)
+from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_turn import coerce_args
+from loopgraphs.nodes.parsing.self_ask import (
+    open_json_field,
+    parse_self_ask,
+    question_features,
+    read_answer,
+    relevant_sentences,
+)
+from loopgraphs.nodes.parsing.text import content_text, cut_short
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
+from loopgraphs.state import add_usage
+from loopgraphs.toolkits.registry import ToolRegistry
+
+READ_SENTENCES = 3  # sentences of a tool result a guided model reads its answer from
+GUIDED_MAX_CHARS = 200  # longest follow-up or final answer a guided reply keeps
+FOLLOW_UP_WORDS = 16  # most words of a grounded follow-up
+BEFORE_HELD = 8  # most words of a follow-up before the answer it builds on ("In which year was")
+AFTER_HELD = 2  # most words after it ("born")
+ANSWER_WORDS = 10  # most words of a grounded intermediate or final answer
+
+
+def guided(run: LoopSettings, mode: str) -> bool:
+    """Whether a run's Self-Ask turns are guided: in json and text modes, with tools, on a
+    model that gets a tool call required by default (the embedded small model, see
+    ``loopgraphs.models.default_tool_choice``), unless ``tool_choice="auto"``. Such a
+    model does not write the free grammar: measured on SmolLM2-135M, it answered from
+    memory at once, with no ``Follow up:`` line, in every run of the multihop suite."""
+    if mode not in ("json", "text") or not run.tools or run.tool_choice == "auto":
+        return False
+    return default_tool_choice(run.chat_model) is not None
+
+
+def guided_choice(run: LoopSettings) -> str:
+    """The tool choice a guided run's first follow-up honours: the run's ``tool_choice``
+    (``"required"`` or a tool name), else ``"required"``."""
+    choice = run.tool_choice
+    return choice if isinstance(choice, str) and choice not in ("auto", "none") else "required"
+
+
+def example_tool(tools: ToolRegistry, question: str, choice: str = "required") -> str:
+    """The tool a guided run's follow-ups go to unless the model names another, and the
+    one its worked example shows: the tool named by ``choice``, else the tool whose own
+    worked examples share the most with the question (see ``question_features``), else the
+    first tool."""
+    if choice in tools.names:
+        return choice
+    wanted = question_features(question)
+    best, shared = tools.names[0], 0
+    for name, example in tools.examples():
+        score = len(question_features(example.question) & wanted)
+        if score > shared:
+            best, shared = name, score
+    return best
+
+
+def _question_is_input(tools: ToolRegistry, name: str) -> bool:
+    """Whether a follow-up question is itself a tool's input (one parameter)."""
+    return len(tools.parameters(name).get("properties", {})) <= 1
+
+
+def follow_up_schema(
+    tools: ToolRegistry,
+    require: str | None,
+    words: Sequence[str],
+    holding: str = "",
+    answer: Sequence[str] = (),
+) -> dict[str, Any]:
+    """JSON schema of a guided json reply asking one follow-up: one alternative per tool
+    (only the one ``require`` names, when it names one), the question first (grounded in
+    ``words`` and ``holding``, see ``grounding``), then the tool and, for a tool with
+    several parameters, its arguments; given ``answer`` words, also the final answer
+    written from them."""
+    if holding:
+        question = grounded_string(
+            words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD
+        )
+    else:
+        question = grounded_string(words, most=FOLLOW_UP_WORDS, end="?")
+    alternatives = []
+    for item in tools.schemas():
+        if require in tools.names and item["name"] != require:
+            continue
+        properties: dict[str, Any] = {"follow_up": question, "tool": {"const": item["name"]}}
+        if not _question_is_input(tools, item["name"]):
+            properties["tool_input"] = item["parameters"]
+        alternatives.append(
+            {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            }
+        )
+    if answer:
+        alternatives.append(answer_schema("", "final_answer", answer)["schema"])
+    return {
+        "name": "self_ask_follow_up",
+        "description": "One follow-up question for a tool.",
+        "schema": {"anyOf": alternatives},
+    }
+
+
+def answer_schema(name: str, key: str, words: Sequence[str]) -> dict[str, Any]:
+    """JSON schema of a guided json reply that is one answer under ``key``, grounded in
+    ``words``."""
+    return {
+        "name": name,
+        "description": "The answer.",
+        "schema": {
+            "type": "object",
+            "properties": {key: grounded_string(words, most=ANSWER_WORDS, end=".")},
+            "required": [key],
+            "additionalProperties": False,
+        },
+    }
+
+
+HOLD_WORDS = 6  # longest intermediate answer a follow-up must build on
+CHAIN = 2  # follow-ups answered before a guided reply may give the final answer
+
+
+class Grounding(NamedTuple):
+    """What a guided json reply may be written from (see ``grounding``)."""
+
+    words: tuple[str, ...]
+    """The words of a follow-up question, or of the final answer in a final turn."""
+    held: str
+    """The text a follow-up must hold ("" for none)."""
+    answer: tuple[str, ...]
+    """The words a final answer given instead of a follow-up may use (none: it may not)."""
+
+
+def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: bool) -> Grounding:
+    """What a guided json reply may be written from.
+
+    A final answer uses the words of the last intermediate answer (the end of the chain)
+    that the question does not use (all of them when that leaves none). A follow-up uses
+    the question's words, the answers read so far and the question words (who, what,
+    which, is, of ...); once a follow-up is answered, a new one holds the last
+    intermediate answer when it is short (a chain builds on what it found), and after
+    ``CHAIN`` answered follow-ups the reply may give the final answer instead."""
+    answers = [str(f.get("answer") or "") for f in follow_ups]
+    said = words_of(answers[-1]) if answers else []
+    answer = tuple(new_words(said, question) or said)
+    if final:
+        return Grounding(answer, "", ())
+    if len(answers) < CHAIN:
+        answer = ()
+    words = words_of(question, *answers, " ".join(sorted(QUESTION_WORDS)))
+    last = answers[-1].strip().rstrip(".") if answers else ""
+    held = last if 0 < len(WORD_RE.findall(last)) <= HOLD_WORDS else ""
+    return Grounding(tuple(words), held, answer)
+
+
+def guided_text(tools: ToolRegistry, mode: str, tool: str) -> str:
+    """The system text of a guided turn (asking or answering)."""
+    text = prompts.SELF_ASK_GUIDED_SYSTEM.format(tools=tools.catalog())
+    if mode == "text":
+        text = f"{text}\n{prompts.SELF_ASK_GUIDED_TEXT_NOTE.format(tool=tool)}"
+    return text
+
+
+def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None) -> Form:
+    """How a guided turn is sent: in json mode, given what it is ``grounded`` in (see
+    ``grounding``), constrained to a follow-up (or, ``final``, to the final answer); the
+    tools described in the text otherwise."""
+    words, held, answer = grounded or ((), "", ())
+
+    def schema(tools: ToolRegistry, require: str | None) -> dict[str, Any]:
+        if final:
+            return answer_schema("self_ask_final_answer", "final_answer", words)
+        return follow_up_schema(tools, require, words, held, answer)
+
+    kind: Any = "schema" if mode == "json" and grounded is not None else "prompt"
+    return Form(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
+
+
+def scratchpad(question: str, steps: Sequence[tuple[str, str]]) -> str:
+    """The question and its follow-ups with their intermediate answers, as Self-Ask
+    writes them."""
+    lines = [prompts.SELF_ASK_QUESTION_LINE.format(question=question)]
+    lines += [prompts.SELF_ASK_STEP_LINES.format(question=q, answer=a) for q, a in steps]
+    return "\n".join(lines)
+
+
+def follow_up_reply(mode: str, tools: ToolRegistry, tool: str, question: str) -> str:
+    """A reply asking ``question`` of ``tool``, as a guided reply in ``mode`` is written."""
+    if mode != "json":
+        return prompts.SELF_ASK_FOLLOW_UP_LINE.format(question=question)
+    data: dict[str, Any] = {"follow_up": question, "tool": tool}
+    if not _question_is_input(tools, tool):
+        data["tool_input"] = coerce_args(tools, tool, question)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def final_reply(mode: str, answer: str) -> str:
+    """A reply giving the final answer, as a guided reply in ``mode`` is written."""
+    if mode != "json":
+        return prompts.SELF_ASK_FINAL_LINE.format(answer=answer)
+    return json.dumps({"final_answer": answer}, ensure_ascii=False)
+
+
+def worked_example(mode: str, tools: ToolRegistry, tool: str) -> list[AnyMessage]:
+    """The one worked example of a guided run, turn by turn: each scratchpad of the
+    example's question and the reply to it (a follow-up for ``tool``, then the final
+    answer). The same in every turn of a run, so a server's prompt cache keeps it."""
+    steps = [(question, answer) for question, _, answer in prompts.SELF_ASK_EXAMPLE_STEPS]
+    turns: list[AnyMessage] = []
+    for index, (question, _) in enumerate(steps):
+        turns += [
+            HumanMessage(scratchpad(prompts.SELF_ASK_EXAMPLE_QUESTION, steps[:index])),
+            AIMessage(follow_up_reply(mode, tools, tool, question)),
+        ]
+    turns += [
+        HumanMessage(scratchpad(prompts.SELF_ASK_EXAMPLE_QUESTION, steps)),
+        AIMessage(final_reply(mode, prompts.SELF_ASK_EXAMPLE_ANSWER)),
+    ]
+    return turns
+
+
+def read_request(
+    mode: str, question: str, result: str, fence: str
+) -> tuple[list[AnyMessage], Form]:
+    """The request to read a follow-up's intermediate answer from its tool result (the
+    sentences that share the most words with the question, fenced), after the worked
+    example's first follow-up read the same way, and how it is sent: in json mode
+    constrained to an answer grounded in the sentences shown."""
+    asked, said, answer = prompts.SELF_ASK_EXAMPLE_STEPS[0]
+    shown = relevant_sentences(result, question, READ_SENTENCES)
+    example = json.dumps({"answer": answer}) if mode == "json" else answer
+    messages: list[AnyMessage] = [
+        HumanMessage(
+            prompts.SELF_ASK_READ.format(result=fence_output(said, EXAMPLE_FENCE), question=asked)
+        ),
+        AIMessage(example),
+        HumanMessage(
+            prompts.SELF_ASK_READ.format(result=fence_output(shown, fence), question=question)
+        ),
+    ]
+    system = prompts.SELF_ASK_READ_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
+    if mode != "json":
+        return messages, Form(system)
+    found = words_of(shown)
+    words = tuple(new_words(found, question) or found)
+    form = Form(
+        system,
+        tools="schema",
+        schema=lambda tools, require: answer_schema("self_ask_read", "answer", words),
+    )
+    return messages, form
+
+
+def read_of(reply: AIMessage) -> str:
+    """The intermediate answer in a reply to a read: its ``answer`` field, else its first
+    line without a marker ("" when the reply was cut)."""
+    if cut_short(reply):
+        return ""
+    text = content_text(reply.content)
+    return open_json_field(text, "answer") or read_answer(text)
+
+
+def guided_steps(
+    follow_ups: Sequence[Mapping[str, Any]], unread: bool, fence: str
+) -> list[tuple[str, str]]:
+    """A guided run's follow-ups with their intermediate answers; a tool result not read
+    yet shows its sentences that share the most words with the question, fenced."""
+    steps = [(str(f["question"]), str(f["answer"])) for f in follow_ups]
+    if unread and steps:
+        question, result = steps[-1]
+        shown = relevant_sentences(result, question, READ_SENTENCES)
+        steps[-1] = (question, fence_output(shown, fence))
+    return steps
+
+
+def guided_fallback(follow_ups: Sequence[Mapping[str, Any]], unread: bool) -> str:
+    """The answer a guided run ends with when the model gives none: the last intermediate
+    answer (the last tool result's closest sentences when it was not read)."""
+    if not follow_ups:
+        return ""
+    last = follow_ups[-1]
+    if unread:
+        return relevant_sentences(str(last["answer"]), str(last["question"]), READ_SENTENCES)
+    return str(last["answer"])
+
+
+def final_of(reply: AIMessage) -> str:
+    """The final answer in a guided final reply ("" when there is none or it was cut): the
+    ``So the final answer is:`` line, the ``final_answer`` field, an intermediate answer,
+    or a reply with no marker at all."""
+    if cut_short(reply):
+        return ""
+    turn = parse_self_ask(content_text(reply.content))
+    if turn.kind in ("final", "none"):
+        return turn.answer
+    return (turn.intermediate or "") if turn.kind == "intermediate" else ""
+
+
+def copies_example(text: str, evidence: str) -> bool:
+    """Whether a guided reply copies an answer of the worked example that the run's own
+    evidence does not hold (a small model copies what it saw last)."""
+    said, held = text.lower(), evidence.lower()
+    examples = [answer for _, _, answer in prompts.SELF_ASK_EXAMPLE_STEPS]
+    examples.append(prompts.SELF_ASK_EXAMPLE_ANSWER)
+    return any(e.lower() in said and e.lower() not in held for e in examples)
+
+
+def asked_before(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> bool:
+    asked = " ".join(question.lower().split())
+    return any(" ".join(str(f["question"]).lower().split()) == asked for f in follow_ups)
+
+
+def spent_both(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``llm_calls``/``usage`` update of two model calls."""
+    return {
+        "llm_calls": int(first.get("llm_calls") or 0) + int(second.get("llm_calls") or 0),
+        "usage": add_usage(first.get("usage"), second.get("usage")),
+    }

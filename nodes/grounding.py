@@ -1,0 +1,110 @@
+"""Grounded strings: JSON-schema strings that a reply may write only from given words.
+
+A small model asked for a follow-up question or an answer drifts to whatever it saw last
+(a year from a worked example, a name from nowhere). In json mode the reply is decoded
+under its schema, so a string field can be held to the words of its evidence: the
+question, the tool results read so far, a few function words. ``grounded_string`` makes
+such a field; providers that enforce ``pattern`` (llama.cpp turns it into a grammar)
+keep the reply to those words, the others still read the field as a plain string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+WORD_RE = re.compile(r"\w+")
+MAX_WORDS = 400  # distinct words a pattern lists (a long tool result is cut here)
+
+QUESTION_WORDS = frozenset(
+    {
+        "who",
+        "what",
+        "which",
+        "where",
+        "when",
+        "how",
+        "many",
+        "much",
+        "is",
+        "was",
+        "are",
+        "were",
+        "did",
+        "does",
+        "do",
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "to",
+        "and",
+        "year",
+    }
+)
+"""Words any grounded follow-up question may use besides its evidence."""
+
+
+def words_of(*texts: str) -> list[str]:
+    """The distinct words of ``texts`` in order of first use, each also capitalised and
+    in lower case (a sentence may start with any of them), at most ``MAX_WORDS``."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for word in WORD_RE.findall(text):
+            for form in (word, word.lower(), word[:1].upper() + word[1:]):
+                seen.setdefault(form, None)
+            if len(seen) >= MAX_WORDS:
+                return list(seen)[:MAX_WORDS]
+    return list(seen)
+
+
+def grounded_string(
+    words: Iterable[str], *, most: int, end: str = "", holding: str = "", after: int = 0
+) -> dict[str, Any]:
+    """A JSON-schema string of 1 to ``most`` of ``words`` (repeats allowed), separated by
+    a space, a hyphen or an apostrophe, then optionally ``end``; with ``holding``, a
+    string that holds that text, with up to ``most`` words before it and ``after`` words
+    after it.
+
+    Args:
+        words: The words the string may use (see ``words_of``).
+        most: The most words the string may hold (before ``holding``, with one).
+        end: A punctuation mark the string may end with (``"?"``, ``"."``).
+        holding: A text the string must hold as it is written (an earlier answer a
+            follow-up builds on).
+        after: The most words after ``holding``.
+
+    Returns:
+        ``{"type": "string", "pattern": ...}``; ``{"type": "string"}`` when ``words`` is
+        empty and nothing is held.
+
+    Raises:
+        ValueError: ``most`` is below 1.
+    """
+    if most < 1:
+        raise ValueError(f"most must be >= 1, got {most}")
+    chosen = sorted({w for w in words if w}, key=lambda w: (-len(w), w))
+    tail = f"{re.escape(end)}?" if end else ""
+    held = re.escape(holding.strip())
+    if not chosen:
+        return {"type": "string", "pattern": f"^{held}{tail}$"} if held else {"type": "string"}
+    word = "(" + "|".join(re.escape(w) for w in chosen) + ")"
+    sep = "( |-|')"
+    if held:
+        before = f"({word}{sep}){{0,{most}}}"
+        rest = f"({sep}{word}){{0,{after}}}"
+        return {"type": "string", "pattern": f"^{before}{held}{rest}{tail}$"}
+    return {"type": "string", "pattern": f"^{word}({sep}{word}){{0,{most - 1}}}{tail}$"}
+
+
+def new_words(words: Iterable[str], known: str) -> list[str]:
+    """``words`` without those of ``known`` (compared in lower case): what an answer may
+    say that its question did not."""
+    said = {w.lower() for w in WORD_RE.findall(known)}
+    return [w for w in words if w.lower() not in said]
