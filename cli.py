@@ -31,6 +31,7 @@ from loopgraphs.eval import (
     evaluate_server,
     write_report,
 )
+from loopgraphs.eval.report import CHART_NEEDS
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import (
     CACHE_ENV,
@@ -431,7 +432,7 @@ def run_cli_eval(args: argparse.Namespace, model: Any, console: Console) -> int:
         The exit status, 0.
 
     Raises:
-        CliError: An unknown loop or suite, a bad limit or concurrency, or no matplotlib.
+        CliError: An unknown loop or suite, or a bad limit or concurrency.
     """
     budgets = (
         {name: {spec.budget_option: args.max_iterations} for name, spec in LOOP_SPECS.items()}
@@ -465,7 +466,7 @@ def run_cli_server_eval(args: argparse.Namespace, console: Console) -> int:
 
     Raises:
         CliError: Conflicting model flags, a bad selection, an unreachable server or one
-            that lacks a loop's graph, or no matplotlib.
+            that lacks a loop's graph.
     """
     if args.gguf:
         raise CliError("--gguf names a file on this machine; with --server give --model")
@@ -496,17 +497,14 @@ def print_and_write_report(report: EvalReport, out: Path, console: Console) -> i
         console: Where the table and the paths written are printed.
 
     Returns:
-        The exit status, 0.
-
-    Raises:
-        CliError: matplotlib is not installed.
+        The exit status, 0 (also without matplotlib: the chart is then left out, with a
+        one-line note).
     """
     console.print(report.table())
-    try:
-        paths = write_report(report, out)
-    except RuntimeError as exc:
-        raise CliError(str(exc)) from exc
+    paths = write_report(report, out)
     console.print("wrote " + ", ".join(str(path) for path in paths.values()))
+    if "chart" not in paths:
+        console.print(CHART_NEEDS, markup=False, highlight=False)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import statistics
@@ -11,7 +12,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.table import Table
+
+SHORT = {
+    "arithmetic": "arith",
+    "completed": "ok",
+    "max_iterations": "max",
+    "interrupted": "intr",
+    "error": "err",
+}
+"""Abbreviations in the terminal table: suites and statuses."""
+
+CHART_NEEDS = 'no chart: it needs matplotlib (pip install "loopgraphs[eval]")'
+"""The note printed when the chart is left out."""
 
 STATUSES: tuple[str, ...] = ("completed", "max_iterations", "error")
 
@@ -182,14 +196,18 @@ class EvalReport:
         target.write_text(text + "\n", encoding="utf-8")
         return target
 
-    def _rows(self) -> list[list[str]]:
+    def _rows(self, *, short: bool = False) -> list[list[str]]:
+        """One row per loop and suite; ``short`` abbreviates suites and statuses (see
+        ``SHORT``) so that the terminal table fits 80 columns."""
         rows = []
         for row in self.summary():
-            statuses = ", ".join(f"{k} {v}" for k, v in row.statuses.items() if v)
+            statuses = ", ".join(
+                f"{SHORT.get(k, k) if short else k} {v}" for k, v in row.statuses.items() if v
+            )
             rows.append(
                 [
                     row.loop,
-                    row.suite,
+                    SHORT.get(row.suite, row.suite) if short else row.suite,
                     str(row.n),
                     f"{100 * row.accuracy:.0f}%" if row.n else "-",
                     f"{row.mean_llm_calls:.1f}",
@@ -212,13 +230,24 @@ class EvalReport:
         "model s",
         "status",
     )
+    SHORT_HEADERS = ("loop", "suite", "n", "acc", "calls", "tokens", "lat s", "model s", "status")
 
     def table(self) -> Table:
-        """A rich table: per loop and suite, accuracy and means per run."""
-        table = Table(title=self.meta.get("title", "evaluation"))
-        for header in self.HEADERS:
-            table.add_column(header, justify="left" if header in ("loop", "suite") else "right")
-        for row in self._rows():
+        """A rich table: per loop and suite, accuracy and means per run, in 80 columns
+        (abbreviated as ``SHORT`` says; the Markdown has the full names)."""
+        table = Table(
+            title=self.meta.get("title", "evaluation"),
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for header in self.SHORT_HEADERS:
+            table.add_column(
+                header,
+                justify="left" if header in ("loop", "suite", "status") else "right",
+                no_wrap=header != "status",
+            )
+        for row in self._rows(short=True):
             table.add_row(*row)
         return table
 
@@ -325,24 +354,22 @@ def describe_meta(meta: Mapping[str, Any]) -> str:
 
 
 def write_report(report: EvalReport, out: str | Path) -> dict[str, Path]:
-    """Write ``results.json``, ``results.md`` and ``accuracy.png`` into ``out``.
+    """Write ``results.json``, ``results.md`` and, with matplotlib, ``accuracy.png``
+    into ``out``.
 
     Args:
         report: The report to write.
         out: The folder; created when missing.
 
     Returns:
-        The paths written, under the keys ``json``, ``markdown`` and ``chart``.
-
-    Raises:
-        RuntimeError: matplotlib is not installed (the JSON and Markdown are written).
+        The paths written, under the keys ``json``, ``markdown`` and ``chart`` (no
+        ``chart`` when matplotlib is not installed: see ``CHART_NEEDS``).
     """
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     markdown = folder / "results.md"
     markdown.write_text(report.markdown(), encoding="utf-8")
-    return {
-        "json": report.to_json(folder / "results.json"),
-        "markdown": markdown,
-        "chart": report.chart(folder / "accuracy.png"),
-    }
+    paths = {"json": report.to_json(folder / "results.json"), "markdown": markdown}
+    with contextlib.suppress(RuntimeError):
+        paths["chart"] = report.chart(folder / "accuracy.png")
+    return paths

@@ -24,6 +24,7 @@ from loopgraphs.eval import (
     normalise,
     score,
 )
+from loopgraphs.eval.report import CHART_NEEDS, RunResult
 from loopgraphs.eval.runner import ModelClock
 from loopgraphs.graphs.registry import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
@@ -395,6 +396,54 @@ def test_cli_eval_names_an_unknown_suite(tmp_path):
     )
     with pytest.raises(CliError, match="unknown suite poems"):
         run_cli_eval(args, ScriptedChatModel(replies=["x"]), QUIET)
+
+
+def test_cli_eval_without_matplotlib_writes_the_rest_and_exits_0(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    model = ScriptedChatModel(replies=[answering(all_answers())], repeat_last=True)
+    console = Console(file=io.StringIO(), width=80)
+    args = Namespace(
+        loops="react", suite="arithmetic", limit=2, concurrency=2, max_iterations=None, out=tmp_path
+    )
+    assert run_cli_eval(args, model, console) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json", "results.md"]
+    printed = console.file.getvalue().splitlines()
+    assert [line for line in printed if "matplotlib" in line] == [CHART_NEEDS]
+
+
+def test_the_terminal_table_fits_80_columns_without_cutting_a_name():
+    suites = ["arithmetic", "multihop", "verify"]
+    results = [
+        RunResult(
+            loop=loop,
+            suite=suite,
+            task_id=f"{suite}-{i}",
+            question="q",
+            expected="a",
+            answer="a",
+            correct=bool(i),
+            status=("completed", "max_iterations", "error")[i],
+            llm_calls=12,
+            input_tokens=12000,
+            output_tokens=3456,
+            cached_tokens=0,
+            latency=123.45,
+            model_seconds=120.5,
+        )
+        for loop in LOOPS
+        for suite in suites
+        for i in range(3)
+    ]
+    report = EvalReport(results=results, loops=list(LOOPS), suites=suites)
+    console = Console(file=io.StringIO(), width=80)
+    console.print(report.table())
+    lines = console.file.getvalue().splitlines()
+    assert lines and max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    assert "…" not in text
+    for name in (*LOOPS, "arith", "multihop", "verify", "acc", "lat s", "model s", "err 1"):
+        assert name in text
+    assert "| plan_execute | arithmetic | 3 | 67% |" in report.markdown()
 
 
 def test_chart_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
