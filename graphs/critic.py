@@ -22,13 +22,15 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
-from loopgraphs.nodes.generate import answer_message, asker, call_model
+from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -46,6 +48,7 @@ from loopgraphs.state import (
     add_usage,
     conversation_of,
     extend_list,
+    request_of,
     scratch_of,
     start_run,
 )
@@ -182,29 +185,35 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
-        reply, update = yield from call_model(
-            asker(run, state, runtime).call(conversation_of(state), Form(prompts.CHAT_SYSTEM))
-        )
+        ask = asker(run, state, runtime)
+        history, form = conversation_of(state), Form(prompts.CHAT_SYSTEM)
+        first, update = yield from call_model(ask.call(history, form))
+        reply, shown, update = yield from short_again(ask, history, form, first, update)
+        if cut_short(reply):  # asked again and still cut: no draft to check
+            return {**update, "messages": shown, "status": "max_iterations", "answer": ""}
         draft = content_text(reply.content).strip()
         done: dict[str, Any] = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
         elif not steps_left(state, ROUND_STEPS):
             done = {"status": "max_iterations"}
-        reply = answer_message(reply, draft)
-        return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
+        shown = [*shown[:-1], answer_message(reply, draft)]
+        return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
     def critique(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         ask = asker(run, state, runtime)
         mode = state.get("tool_mode", "text")
         earlier = state.get("claims", [])
-        require = run.tool_choice not in (None, "auto") and not earlier
-        which = f"the {run.tool_choice} tool" if run.tool_choice in run.tools.names else "a tool"
+        choice = run.tool_choice or ("required" if guides(run) else None)
+        require = choice not in (None, "auto") and not earlier
+        which = f"the {choice} tool" if choice in run.tools.names else "a tool"
         fence = scratch_of(state).get("fence", "")
-        evidence = (
+        guided = mode == "json" and guides(run)
+        shown = evidence(earlier) if guided else earlier
+        found = (
             prompts.CRITIQUE_EVIDENCE.format(
-                results=_results(earlier, fence, run.max_tool_output_chars)
+                results=_results(shown, fence, run.max_tool_output_chars)
             )
             if earlier
             else ""
@@ -213,15 +222,19 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         request = HumanMessage(
             prompts.CRITIQUE_REQUIRED.format(draft=draft, tool=which)
             if require
-            else prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=evidence)
+            else prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=found)
         )
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
+            schema: Any = RequiredCritique if require else CritiqueReport
+            if guided:
+                words = words_of(request_of(state), draft)
+                schema = critique_schema(run.tools, words, required=require)
             result = yield from structured_call(
                 ask,
                 [*conversation_of(state), request],
-                RequiredCritique if require else CritiqueReport,
+                schema,
                 instructions=_json_critique_text,
                 tools=run.tools.tools,
                 with_system=True,
@@ -232,7 +245,8 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                 text = content_text(result.replies[0].content) if result.replies else ""
                 if not text and result.replies and result.replies[0].tool_calls:
                     text = json.dumps(result.replies[0].tool_calls[0].get("args"), default=str)
-                data = result.value.model_dump() if result.value is not None else None
+                value = result.value
+                data = value.model_dump() if isinstance(value, BaseModel) else value
                 return {
                     **result.state_update(),
                     **round_update,
@@ -251,11 +265,18 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                 "llm_calls": update["llm_calls"] + second["llm_calls"],
                 "usage": add_usage(update["usage"], second["usage"]),
             }
+        data = None
+        if require and guides(run) and not parse_critique(content_text(reply.content)).claims:
+            # A small model that names no claim when asked twice: its draft is the claim,
+            # checked with the tool for the question, as its first ReAct step would be.
+            request_text = request_of(state)
+            tool = tool_for(run.tools, request_text, choice or "required")
+            data = {"claims": [{"claim": draft, "tool": tool, "tool_input": request_text}]}
         return {
             **update,
             **round_update,
             "critique": content_text(reply.content),
-            "critique_data": None,
+            "critique_data": data,
         }
 
     def parse(state: CriticState) -> dict[str, Any]:
@@ -314,19 +335,31 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         run = settings.for_run(runtime)
         number = state.get("round", 1)
         checked = [item for item in state.get("claims", []) if item.get("round") == number]
+        guided = state.get("tool_mode") == "json" and guides(run)
+        if guided:
+            checked = evidence(checked)
         results = _results(checked, scratch_of(state).get("fence", ""), run.max_tool_output_chars)
         system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
-        request = HumanMessage(
-            prompts.REVISE_REQUEST.format(draft=state.get("draft", ""), results=results)
-        )
-        reply, update = yield from call_model(
-            asker(run, state, runtime).call([*conversation_of(state), request], Form(system))
-        )
-        draft = content_text(reply.content).strip() or state.get("draft", "")
+        earlier = state.get("draft", "")
+        request = HumanMessage(prompts.REVISE_REQUEST.format(draft=earlier, results=results))
+        form, offered = Form(system), []
+        if guided:
+            schema = revision_schema(request_of(state), earlier, checked)
+            form = Form(system, tools="schema", schema=lambda tools, require: schema)
+            offered = run.tools.tools
+        ask = asker(run, state, runtime)
+        history = [*conversation_of(state), request]
+        first, update = yield from call_model(ask.call(history, form, tools=offered))
+        reply, shown, update = yield from short_again(ask, history, form, first, update)
         more = number < run.max_iterations and steps_left(state, ROUND_STEPS)
+        if cut_short(reply):  # asked again and still cut: the earlier draft stands
+            done = {} if more else {"status": "max_iterations"}
+            return {**update, "messages": shown, "answer": earlier, **done}
+        text = content_text(reply.content)
+        draft = (revision_of(text) if guided else text.strip()) or earlier
         done = {} if more else {"status": "completed"}
-        reply = answer_message(reply, draft)
-        return {**update, "messages": [reply], "draft": draft, "answer": draft, **done}
+        shown = [*shown[:-1], answer_message(reply, draft)]
+        return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
     policy = settings.retry_policy
     builder = new_graph(

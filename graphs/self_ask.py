@@ -31,7 +31,6 @@ from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     asked_before,
     copies_example,
-    example_tool,
     final_of,
     grounding,
     guided,
@@ -50,6 +49,7 @@ from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, w
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.grounding import tool_for
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
@@ -250,7 +250,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         the provider refuses the schema); its first follow-up honours the tool choice."""
         mode = state.get("tool_mode") or "text"
         choice = guided_choice(run)
-        tool = example_tool(run.tools, request_of(state), choice)
+        tool = tool_for(run.tools, request_of(state), choice)
         ask = asker(run, state, runtime)
         answered = any(f.get("tool") for f in state.get("follow_ups", []))
         require = None if final or answered else choice
@@ -281,7 +281,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         """The worked example, then the run's scratchpad."""
         mode = state.get("tool_mode") or "text"
         question = request_of(state)
-        tool = example_tool(run.tools, question, guided_choice(run))
+        tool = tool_for(run.tools, question, guided_choice(run))
         fence = scratch_of(state).get("fence", "")
         steps = guided_steps(follow_ups, bool(state.get("unread")), fence)
         return [
@@ -350,7 +350,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
-        default = example_tool(run.tools, request_of(state), guided_choice(run))
+        default = tool_for(run.tools, request_of(state), guided_choice(run))
         name = turn.tool if asks and turn.tool else default
         args = turn.tool_input if asks and turn.tool and turn.tool_input else question
         number = scratch_of(state).get("iterations", 0)
@@ -373,7 +373,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         made = scratch_of(state).get("iterations", 0)
         if not answer and cut_short(reply) and finishing == "asked" and made < run.max_iterations:
             mode = state.get("tool_mode") or "text"
-            tool = example_tool(run.tools, request_of(state), guided_choice(run))
+            tool = tool_for(run.tools, request_of(state), guided_choice(run))
             form = guided_form(mode, tool, final=True, grounded=None)
             ask = asker(run, state, runtime)
             again, shown, update = yield from short_again(ask, messages, form, reply, update)

@@ -19,12 +19,12 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from loopgraphs import prompts
-from loopgraphs.models import default_tool_choice
 from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.grounding import (
     QUESTION_WORDS,
     WORD_RE,
     grounded_string,
+    guides,
     new_words,
     words_of,
 )
@@ -33,7 +33,6 @@ from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     open_json_field,
     parse_self_ask,
-    question_features,
     read_answer,
     relevant_sentences,
 )
@@ -52,14 +51,11 @@ ANSWER_WORDS = 10  # most words of a grounded intermediate or final answer
 
 
 def guided(run: LoopSettings, mode: str) -> bool:
-    """Whether a run's Self-Ask turns are guided: in json and text modes, with tools, on a
-    model that gets a tool call required by default (the embedded small model, see
-    ``loopgraphs.models.default_tool_choice``), unless ``tool_choice="auto"``. Such a
-    model does not write the free grammar: measured on SmolLM2-135M, it answered from
-    memory at once, with no ``Follow up:`` line, in every run of the multihop suite."""
-    if mode not in ("json", "text") or not run.tools or run.tool_choice == "auto":
-        return False
-    return default_tool_choice(run.chat_model) is not None
+    """Whether a run's Self-Ask turns are guided: in json and text modes on a guided run
+    (see ``loopgraphs.nodes.grounding.guides``). Such a model does not write the free
+    grammar: measured on SmolLM2-135M, it answered from memory at once, with no
+    ``Follow up:`` line, in every run of the multihop suite."""
+    return mode in ("json", "text") and guides(run)
 
 
 def guided_choice(run: LoopSettings) -> str:
@@ -67,22 +63,6 @@ def guided_choice(run: LoopSettings) -> str:
     (``"required"`` or a tool name), else ``"required"``."""
     choice = run.tool_choice
     return choice if isinstance(choice, str) and choice not in ("auto", "none") else "required"
-
-
-def example_tool(tools: ToolRegistry, question: str, choice: str = "required") -> str:
-    """The tool a guided run's follow-ups go to unless the model names another, and the
-    one its worked example shows: the tool named by ``choice``, else the tool whose own
-    worked examples share the most with the question (see ``question_features``), else the
-    first tool."""
-    if choice in tools.names:
-        return choice
-    wanted = question_features(question)
-    best, shared = tools.names[0], 0
-    for name, example in tools.examples():
-        score = len(question_features(example.question) & wanted)
-        if score > shared:
-            best, shared = name, score
-    return best
 
 
 def _question_is_input(tools: ToolRegistry, name: str) -> bool:

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from loopgraphs.models import default_tool_choice
+from loopgraphs.nodes.parsing.self_ask import question_features
+
+if TYPE_CHECKING:
+    from loopgraphs.nodes.settings import LoopSettings
+    from loopgraphs.toolkits.registry import ToolRegistry
 
 WORD_RE = re.compile(r"\w+")
 MAX_WORDS = 400  # distinct words a pattern lists (a long tool result is cut here)
@@ -108,3 +115,28 @@ def new_words(words: Iterable[str], known: str) -> list[str]:
     say that its question did not."""
     said = {w.lower() for w in WORD_RE.findall(known)}
     return [w for w in words if w.lower() not in said]
+
+
+def guides(run: LoopSettings) -> bool:
+    """Whether a run's replies are guided (decoded under grounded schemas in json mode):
+    it has tools, and its model is one whose tool call is required by default (the
+    embedded small model, see ``loopgraphs.models.default_tool_choice``), unless the run
+    asks for ``tool_choice="auto"``."""
+    if not run.tools or run.tool_choice == "auto":
+        return False
+    return default_tool_choice(run.chat_model) is not None
+
+
+def tool_for(tools: ToolRegistry, question: str, choice: str = "required") -> str:
+    """The tool a guided run's question goes to unless the model names another: the tool
+    named by ``choice``, else the tool whose own worked examples share the most with the
+    question (see ``question_features``), else the first tool."""
+    if choice in tools.names:
+        return choice
+    wanted = question_features(question)
+    best, shared = tools.names[0], 0
+    for name, example in tools.examples():
+        score = len(question_features(example.question) & wanted)
+        if score > shared:
+            best, shared = name, score
+    return best

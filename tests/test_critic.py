@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 import threading
 import time
@@ -13,7 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from loopgraphs.graphs.critic import create_critic_graph
+from loopgraphs.graphs.critic import CritiqueReport, create_critic_graph
+from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.critic import parse_critique
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.prompts import CRITIQUE_TEXT_SYSTEM
@@ -425,3 +427,131 @@ def test_required_tool_choice_accepts_a_draft_when_asked_twice_in_vain():
     assert out["answer"] == DRAFT and out["status"] == "completed" and search.queries == []
     assert out["llm_calls"] == 3 == model.call_count
     assert "the search tool" in content_text(model.prompts[2][-1].content)
+
+
+# ---------------------------------------------------------------- small local models
+# On a model whose tool call is required by default (the embedded small model) the first
+# critique must name a claim for a tool in every mode; json mode decodes the critique and
+# the revision under grounded schemas.
+
+
+@pytest.fixture
+def small_model(monkeypatch):
+    """Treat every model as the embedded small model (a tool call required by default)."""
+    monkeypatch.setattr(grounding, "default_tool_choice", lambda model: "required")
+
+
+def schema_pattern(field) -> re.Pattern[str]:
+    return re.compile(field["pattern"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_small_model_checks_a_claim_by_default(small_model, mode):
+    search = Search({"Eiffel Tower completed": "Construction ran from 1887 to 1889."})
+    check = [("The Eiffel Tower was completed in 1887.", "search", "Eiffel Tower completed")]
+    items = [{"claim": c, "tool": t, "tool_input": i} for c, t, i in check]
+    first = {
+        "native": [calls(tool_call("RequiredCritique", {"claims": items}))],
+        "json": [json.dumps({"claims": items})],
+        "text": [verified("text"), critique("text", check)],
+    }[mode]
+    revised = json.dumps({"answer": REVISED}) if mode == "json" else REVISED
+    replies = [DRAFT, *first, revised, verified(mode)]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert search.queries == ["Eiffel Tower completed"]
+    assert out["answer"] == REVISED and out["status"] == "completed" and out["verified"]
+    assert out["llm_calls"] == len(replies) == model.call_count
+    if mode != "json":
+        return
+    critique_schema, revision_schema, second = model.schemas
+    body = critique_schema  # as sent: the schema with its name as title
+    assert body["title"] == "critique"
+    assert body["required"] == ["claims"] and body["properties"]["claims"]["minItems"] == 1
+    (item,) = body["properties"]["claims"]["items"]["anyOf"]
+    assert item["properties"]["tool"] == {"const": "search"}
+    claim = schema_pattern(item["properties"]["claim"])
+    assert claim.fullmatch("The Eiffel Tower was completed in 1887.")
+    assert not claim.fullmatch("The Louvre opened in 1793.")  # nowhere in question or draft
+    query = schema_pattern(item["properties"]["tool_input"])
+    assert query.fullmatch("Eiffel Tower completed") and not query.fullmatch("Louvre")
+    # The revision is written from the question, the draft and the evidence.
+    answer = schema_pattern(revision_schema["schema"]["properties"]["answer"])
+    assert answer.fullmatch("The Eiffel Tower was completed in 1889.")
+    assert answer.fullmatch("False, 1889.") is None and answer.fullmatch("false 1889")
+    assert not answer.fullmatch("It was completed in 1901.")
+    # Once a claim is checked, the critique may accept the draft.
+    assert second["properties"]["claims"]["minItems"] == 0
+    assert list(second["properties"]) == ["verified", "claims"]
+
+
+def test_small_model_with_auto_tool_choice_may_accept_at_once(small_model):
+    search = Search()
+    model, graph = build("json", [DRAFT, verified("json")], [search.tool], tool_choice="auto")
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["llm_calls"] == 2 and search.queries == []
+    assert model.schemas == [CritiqueReport]
+
+
+def test_guided_evidence_shows_the_sentences_that_bear_on_the_claim(small_model):
+    filler = " ".join(f"Paris has sight number {n}." for n in range(20))
+    search = Search({"Eiffel Tower completed": f"{filler} The Eiffel Tower was completed in 1889."})
+    check = [("The Eiffel Tower was completed in 1887.", "search", "Eiffel Tower completed")]
+    items = [{"claim": c, "tool": t, "tool_input": i} for c, t, i in check]
+    replies = [DRAFT, json.dumps({"claims": items}), json.dumps({"answer": REVISED})]
+    model, graph = build("json", replies, [search.tool], max_critique_rounds=1)
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == REVISED and out["status"] == "completed"
+    revise_prompt = content_text(model.prompts[2][-1].content)
+    assert "The Eiffel Tower was completed in 1889." in revise_prompt
+    assert "sight number 3." not in revise_prompt
+    assert out["claims"][0]["observation"].startswith("Paris has sight number 0.")  # kept whole
+
+
+def cut(text: str) -> AIMessage:
+    """A reply stopped at the token cap."""
+    return AIMessage(content=text, response_metadata={"finish_reason": "length"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cut_draft_is_asked_once_for_a_short_answer(mode):
+    search = Search()
+    replies = [cut("The tower " * 50), DRAFT, verified(mode)]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["status"] == "completed"
+    assert out["llm_calls"] == 3 == model.call_count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_draft_cut_twice_is_no_answer(mode):
+    model, graph = build(mode, [cut("The tower " * 50), cut("It " * 80)], [Search().tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "" and out["status"] == "max_iterations"
+    assert out["llm_calls"] == 2 == model.call_count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cut_revision_keeps_the_checked_draft_and_is_not_completed(mode):
+    search = Search({"Eiffel Tower completion year": "Construction ran from 1887 to 1889."})
+    replies = [
+        DRAFT,
+        critique(mode, [("completed in 1887", "search", "Eiffel Tower completion year")]),
+        cut("1889 " * 100),
+        cut("1889 " * 100),
+    ]
+    model, graph = build(mode, replies, [search.tool], max_critique_rounds=1)
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == DRAFT and out["status"] == "max_iterations"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def test_small_model_naming_no_claim_twice_has_its_draft_checked(small_model):
+    search = Search()
+    replies = [DRAFT, verified("text"), verified("text"), REVISED, verified("text")]
+    model, graph = build("text", replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    question = QUESTION["messages"][0][1]
+    assert search.queries == [question]
+    assert out["claims"][0]["claim"] == DRAFT and out["claims"][0]["tool"] == "search"
+    assert out["answer"] == REVISED and out["llm_calls"] == len(replies) == model.call_count

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from loopgraphs import prompts
 from loopgraphs.graphs import self_ask_guided
 from loopgraphs.graphs.self_ask import create_self_ask_graph
+from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.self_ask import (
     asked_part,
     open_json_field,
@@ -525,7 +526,7 @@ def test_required_tool_choice_gives_up_asking_at_the_budget():
 @pytest.fixture
 def small_model(monkeypatch):
     """Treat every model as the embedded small model (a tool call required by default)."""
-    monkeypatch.setattr(self_ask_guided, "default_tool_choice", lambda model: "required")
+    monkeypatch.setattr(grounding, "default_tool_choice", lambda model: "required")
 
 
 def guided_ask(mode: str, question: str, tool: str = "search") -> str:
@@ -787,7 +788,7 @@ def test_guided_runs_only_in_json_and_text_modes_on_a_small_model(monkeypatch):
     from loopgraphs.nodes.settings import make_settings
 
     def run_of(model_default, **options):
-        monkeypatch.setattr(self_ask_guided, "default_tool_choice", lambda model: model_default)
+        monkeypatch.setattr(grounding, "default_tool_choice", lambda model: model_default)
         return make_settings("self_ask", ScriptedChatModel(replies=[]), [calculator], options)
 
     assert self_ask_guided.guided(run_of("required"), "json")

@@ -1,0 +1,113 @@
+"""CRITIC guided for a small local model in json mode.
+
+On a guided run (see ``loopgraphs.nodes.grounding.guides``) the first critique must name
+a claim for a tool, as ReAct must call a tool first there. In json mode the critique and
+the revision are decoded under grounded schemas: a claim and its tool input are written
+from the words of the question and the draft, the tool is one of the run's tools, and
+the revision from the words of the question, the draft, the evidence that bears on each
+claim and a few verdict words. The evidence shown for a claim is the tool result's
+sentences that share the most words with it. The graph's nodes are in
+``loopgraphs.graphs.critic``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopgraphs.nodes.grounding import grounded_string, words_of
+from loopgraphs.nodes.parsing.self_ask import open_json_field, relevant_sentences
+from loopgraphs.toolkits.registry import ToolRegistry
+
+CLAIM_WORDS = 24  # most words of a grounded claim
+INPUT_WORDS = 12  # most words of a grounded tool input
+REVISION_WORDS = 24  # most words of a grounded revision
+GUIDED_CLAIMS = 2  # most claims of a guided critique
+EVIDENCE_SENTENCES = 3  # sentences of a tool result shown for a claim
+VERDICT_WORDS = "true false yes no correct incorrect not the is was in of"
+"""Words a revision may use besides the question, the draft and the evidence."""
+
+
+def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool) -> dict[str, Any]:
+    """JSON schema of a guided critique: up to ``GUIDED_CLAIMS`` claims, each with a run
+    tool and its input, grounded in ``words``; at least one when ``required``, else after
+    a ``verified`` flag.
+
+    Args:
+        tools: The run's tools.
+        words: What a claim and a tool input may be written from.
+        required: Whether at least one claim must be named.
+
+    Returns:
+        The schema, named ``critique``.
+    """
+    claim = grounded_string(words, most=CLAIM_WORDS, end=".")
+    items = []
+    for item in tools.schemas():
+        parameters = item["parameters"].get("properties", {})
+        tool_input = (
+            grounded_string(words, most=INPUT_WORDS) if len(parameters) <= 1 else item["parameters"]
+        )
+        properties = {"claim": claim, "tool": {"const": item["name"]}, "tool_input": tool_input}
+        items.append(
+            {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            }
+        )
+    claims: dict[str, Any] = {
+        "type": "array",
+        "items": {"anyOf": items},
+        "minItems": 1 if required else 0,
+        "maxItems": GUIDED_CLAIMS,
+    }
+    properties = (
+        {"claims": claims} if required else {"verified": {"type": "boolean"}, "claims": claims}
+    )
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+    return {"name": "critique", "description": "Claims of the draft to check.", "schema": schema}
+
+
+def evidence(claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The claims with each observation cut to the sentences that bear on the claim."""
+    return [
+        {
+            **item,
+            "observation": relevant_sentences(
+                str(item.get("observation", "")), str(item["claim"]), EVIDENCE_SENTENCES
+            ),
+        }
+        for item in claims
+    ]
+
+
+def revision_schema(
+    request: str, draft: str, claims: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """JSON schema of a guided revision: ``{"answer": ...}`` written from the words of the
+    question, the draft, the evidence (as ``evidence`` shows it) and ``VERDICT_WORDS``."""
+    shown = " ".join(str(item.get("observation", "")) for item in claims)
+    words = words_of(request, draft, shown, VERDICT_WORDS)
+    answer = grounded_string(words, most=REVISION_WORDS, end=".")
+    return {
+        "name": "revision",
+        "description": "The revised answer.",
+        "schema": {
+            "type": "object",
+            "properties": {"answer": answer},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def revision_of(text: str) -> str:
+    """The answer of a guided revision (its ``answer`` field), else the text as written."""
+    return open_json_field(text, "answer") or text.strip()
