@@ -1,12 +1,15 @@
 """Plan-and-Execute: write a plan, carry out each step with a small ReAct loop, synthesise.
 
 Graph: ``prepare → plan → [review_plan] → execute → [replan] → execute … → synthesize``.
-The planner writes numbered steps; each visit of ``execute`` runs one step through the
-compiled ReAct subgraph (with the request, the plan and the earlier results as context);
-``synthesize`` writes the answer in one call, with the synthesis prompt ReAct uses (the
-step results as the work log, the latest result as the draft). Optionally the remaining
-steps are revised after each step (``replan``) and the plan is shown to a human for
-approval or editing before execution (``approve_plan``).
+The planner writes as few numbered steps as the request needs (a plan of one step is the
+request itself); each visit of ``execute`` runs one step through the compiled ReAct
+subgraph (with the request, the plan and the earlier results as context), on its share of
+the model calls the run has left; ``synthesize`` writes the answer, with the synthesis
+prompt ReAct uses (the step results as the work log, the latest result as the draft), and
+asks once more for a short answer when its reply was cut. Earlier results are cut to fit
+the model's context window. Optionally the remaining steps are revised after a step that
+failed (``replan``) and the plan is shown to a human for approval or editing before
+execution (``approve_plan``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -26,13 +29,19 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
-from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.generate import asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
-from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, update_from_text
-from loopgraphs.nodes.parsing.text import content_text, final_answer_of, question_text
+from loopgraphs.nodes.parsing.plans import (
+    clean_steps,
+    plan_from_text,
+    sized_plan,
+    update_from_text,
+)
+from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of, question_text
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -47,14 +56,19 @@ from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import LoopState, OutputState, request_of, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
 
-PLAN_MIN_ASKED = 3
 PLAN_MAX_ASKED = 7
-PLANNER_CALLS = 2
+PLANNER_CALLS = 2  # the plan, and one reformat request
 REPLAN_CALLS = 2
+SYNTHESIS_CALLS = 2  # the answer, and once more for a short one when it was cut
+STEP_MIN_CALLS = 2  # one ReAct iteration and its forced final answer
+SELECTION_CALLS = 2  # ReAct's tool selection, above TOOL_SELECTION_THRESHOLD tools
 # Graph steps that must still follow a node (see ``steps_left``).
 EXECUTE_STEPS = 2  # execute, then synthesize
 REVIEW_STEPS = 3  # review_plan, execute, synthesize
-RESULT_CHARS = 2000
+RESULT_CHARS = 2000  # most of one step result a prompt shows
+MIN_RESULT_CHARS = 100  # less of each result is not worth showing: the oldest are left out
+CHARS_PER_TOKEN = 3  # a cautious average: small models split numbers and names finely
+REPLY_TOKENS = 512  # room for the reply when the model does not say its cap
 
 
 class _Steps(BaseModel):
@@ -77,7 +91,9 @@ class Plan(_Steps):
     """The plan: the steps that solve the request, in order."""
 
     steps: list[str] = Field(
-        min_length=1, description="3 to 7 short, self-contained steps, in the order to do them"
+        min_length=1,
+        description="as few short, self-contained steps as the request needs (one for a "
+        "simple question), at most 7, in the order to do them",
     )
 
 
@@ -109,24 +125,56 @@ def call_budget(
     tool_selection: bool = False,
 ) -> int:
     """Most model replies one run can take (see ``create_plan_execute_graph``)."""
-    per_step = max_step_iterations + 1 + (2 if tool_selection else 0)
+    selection = SELECTION_CALLS * max_steps if tool_selection else 0
+    steps = max_step_iterations + 1 + STEP_MIN_CALLS * (max_steps - 1) + selection
     replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
-    return PLANNER_CALLS + max_steps * per_step + replans + 1
+    return PLANNER_CALLS + steps + replans + SYNTHESIS_CALLS
 
 
 def numbered(steps: Sequence[str]) -> str:
     return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
 
 
-def results_text(results: Sequence[dict[str, str]]) -> str:
-    """Earlier step results for a prompt, each cut to 2,000 characters."""
+def results_room(model: Any) -> int | None:
+    """Characters the earlier results may take in one prompt to ``model``: half of its
+    context window (its profile's ``max_input_tokens``) less its reply cap, the other half
+    left to the rest of the prompt; None when the profile does not say."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    window = (getattr(model, "profile", None) or {}).get("max_input_tokens")
+    if not isinstance(window, int) or window <= 0:
+        return None
+    cap = getattr(model, "max_tokens", None)
+    reply = min(cap if isinstance(cap, int) and cap > 0 else REPLY_TOKENS, window // 2)
+    return (window - reply) // 2 * CHARS_PER_TOKEN
+
+
+def results_text(results: Sequence[dict[str, str]], limit: int | None = None) -> str:
+    """Earlier step results for a prompt, each cut to ``RESULT_CHARS``, in about ``limit``
+    characters: when they do not fit, the results share the room evenly (each cut to its
+    share) and, when a share would be under ``MIN_RESULT_CHARS``, the oldest are left out."""
     if not results:
         return prompts.NOTHING_YET
-    lines = []
+    blocks = []
     for i, record in enumerate(results, 1):
         note = "" if record.get("status") == "completed" else f" [{record.get('status')}]"
-        lines.append(f"Step {i}: {record['step']}{note}\nResult: {record['result'][:RESULT_CHARS]}")
-    return "\n\n".join(lines)
+        blocks.append(
+            f"Step {i}: {record['step']}{note}\nResult: {record['result'][:RESULT_CHARS]}"
+        )
+    text = "\n\n".join(blocks)
+    if limit is None or len(text) <= limit:
+        return text
+    dropped = 0
+    while dropped < len(blocks) - 1 and limit // (len(blocks) - dropped) < MIN_RESULT_CHARS:
+        dropped += 1
+    share = limit // (len(blocks) - dropped)
+    head = [prompts.EARLIER_RESULTS_LEFT_OUT.format(count=dropped)] if dropped else []
+    return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
+
+
+def step_failed(record: dict[str, str]) -> bool:
+    """Whether a step did not do its work: it did not complete, or gave no result."""
+    return record.get("status") != "completed" or not record.get("result", "").strip()
 
 
 def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
@@ -176,8 +224,35 @@ def build_plan_execute(
     def plan_done(state: dict[str, Any]) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])
 
-    def finished(state: dict[str, Any]) -> bool:
-        return plan_done(state) or not steps_left(state, EXECUTE_STEPS)
+    def step_iterations(state: dict[str, Any], runtime: Runtime[Any]) -> int:
+        """ReAct iterations the next step gets: an even share of the calls the run has left
+        for its remaining steps (after the synthesis and the revisions that may still
+        come), at most the run's ``max_iterations``; 0 when not even one iteration fits."""
+        run = react.settings.for_run(runtime)
+        index = state.get("current_step", 0)
+        to_go = len(state.get("plan") or []) - index
+        selects = len(run.tools) > TOOL_SELECTION_THRESHOLD
+        budget = call_budget(
+            max_steps=max_steps,
+            max_step_iterations=run.max_iterations,
+            replan=replan,
+            tool_selection=selects,
+        )
+        revisions = REPLAN_CALLS * max(0, max_steps - 1 - index) if replan else 0
+        left = budget - int(state.get("llm_calls") or 0) - SYNTHESIS_CALLS - revisions
+        overhead = 1 + (SELECTION_CALLS if selects else 0)  # the forced final answer
+        wanted = min(run.max_iterations, left // max(to_go, 1) - overhead)
+        if to_go <= 0 or wanted < 1:
+            return 0
+        iterations = react.iterations(runtime, wanted)
+        return iterations if iterations + overhead <= left else 0
+
+    def finished(state: dict[str, Any], runtime: Runtime[Any]) -> bool:
+        return (
+            plan_done(state)
+            or not steps_left(state, EXECUTE_STEPS)
+            or not step_iterations(state, runtime)
+        )
 
     def prepare(state: PlanExecuteState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         from loopgraphs.nodes.tool_loop import check_history
@@ -196,11 +271,10 @@ def build_plan_execute(
     def plan(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         high = min(PLAN_MAX_ASKED, max_steps)
-        low = min(PLAN_MIN_ASKED, high)
 
         def instructions(tools: ToolRegistry) -> str:
             listed = tools.describe() or prompts.PLANNER_NO_TOOLS
-            return prompts.PLANNER_SYSTEM.format(low=low, high=high, tools=listed)
+            return prompts.PLANNER_SYSTEM.format(high=high, tools=listed)
 
         result = yield from structured_call(
             asker(run, state, runtime),
@@ -213,10 +287,8 @@ def build_plan_execute(
             max_calls=PLANNER_CALLS,
         )
         steps = list(result.value.steps)[:max_steps] if result.value is not None else []
-        return {
-            **result.state_update(),
-            "plan": steps or [request_of(state) or "Answer the request."],
-        }
+        steps = sized_plan(steps, request_of(state))
+        return {**result.state_update(), "plan": steps or ["Answer the request."]}
 
     def review_plan(state: PlanExecuteState) -> dict[str, Any]:
         steps = list(state.get("plan") or [])
@@ -224,17 +296,23 @@ def build_plan_execute(
         return review_decision(decision, steps, max_steps)
 
     def execute(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        iterations = step_iterations(state, runtime)
+        if not iterations:
+            return {}  # no calls left for a step: route_executed moves on to synthesize
         steps = state.get("plan") or []
         index = state.get("current_step", 0)
         done = list(state.get("step_results") or [])
-        prompt = prompts.EXECUTE_STEP.format(
-            request=request_of(state),
-            plan=numbered(steps),
-            results=results_text(done),
-            number=index + 1,
-            step=steps[index],
-        )
-        out, spent = yield from react.run(runtime, state, [HumanMessage(prompt)])
+        prompt = request_of(state)  # a plan of one step is the request: ReAct answers it
+        if steps != [prompt]:
+            room = results_room(settings.for_run(runtime).chat_model)
+            prompt = prompts.EXECUTE_STEP.format(
+                request=request_of(state),
+                plan=numbered(steps),
+                results=results_text(done, room),
+                number=index + 1,
+                step=steps[index],
+            )
+        out, spent = yield from react.run(runtime, state, [HumanMessage(prompt)], iterations)
         status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {
@@ -262,7 +340,9 @@ def build_plan_execute(
             HumanMessage(
                 prompts.REPLAN_USER.format(
                     request=request_of(state),
-                    results=results_text(state.get("step_results") or []),
+                    results=results_text(
+                        state.get("step_results") or [], results_room(run.chat_model)
+                    ),
                     remaining=numbered(steps[index:]),
                 )
             ),
@@ -283,24 +363,31 @@ def build_plan_execute(
     def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         results = state.get("step_results") or []
-        latest = next((r["result"] for r in reversed(results) if r["result"]), "")
-        request = HumanMessage(
-            prompts.SYNTHESIZE_USER.format(
-                question=request_of(state), trace=results_text(results), draft=latest
+        good = [r["result"] for r in results if not step_failed(r)]
+        latest = (good or [r["result"] for r in results if r["result"]] or [""])[-1]
+        room = results_room(run.chat_model)
+        trace = results_text(results, room)
+        request = [
+            HumanMessage(
+                prompts.SYNTHESIZE_USER.format(
+                    question=request_of(state), trace=trace, draft=latest[:RESULT_CHARS]
+                )
             )
-        )
-        call = asker(run, state, runtime).call([request], Form(prompts.SYNTHESIZE_SYSTEM))
-        reply, update = yield from call_model(call)
-        answer = final_answer_of(content_text(reply.content)) or latest
+        ]
+        ask, form = asker(run, state, runtime), Form(prompts.SYNTHESIZE_SYSTEM)
+        reply, update = yield from call_model(ask.call(request, form))
+        reply, _, update = yield from short_again(ask, request, form, reply, update)
+        cut = cut_short(reply)
+        answer = ("" if cut else final_answer_of(content_text(reply.content))) or latest
         return {
             **update,
             "answer": answer,
-            "status": "completed" if plan_done(state) else "max_iterations",
+            "status": "completed" if plan_done(state) and not cut else "max_iterations",
             "messages": [AIMessage(answer)],
         }
 
-    def route_planned(state: dict[str, Any]) -> str:
-        if not steps_left(state, EXECUTE_STEPS):
+    def route_planned(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+        if finished(state, runtime):
             return "synthesize"
         if not approve_plan:
             return "execute"
@@ -310,15 +397,17 @@ def build_plan_execute(
     def route_reviewed(state: dict[str, Any]) -> str:
         # No check of remaining_steps here: review_plan only runs with room for a step,
         # and LangGraph's update_state (used to settle a review) reports too few steps.
+        # Nor of the calls left (no runtime then either): execute checks them.
         return "synthesize" if plan_done(state) else "execute"
 
-    def route_executed(state: dict[str, Any]) -> str:
-        if finished(state):
+    def route_executed(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+        if finished(state, runtime):
             return "synthesize"
-        return "replan" if replan else "execute"
+        failed = step_failed((state.get("step_results") or [{}])[-1])
+        return "replan" if replan and failed else "execute"
 
-    def route_replanned(state: dict[str, Any]) -> str:
-        return "synthesize" if finished(state) else "execute"
+    def route_replanned(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+        return "synthesize" if finished(state, runtime) else "execute"
 
     policy = settings.retry_policy
     builder = new_graph(
@@ -356,26 +445,41 @@ def create_plan_execute_graph(
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build Plan-and-Execute: plan numbered steps, run each as a ReAct loop, synthesise.
 
-    Call budget (model replies, whatever the model says)::
+    Call budget (model replies, whatever the model says), ``call_budget``::
 
         2                                     planner (one reformat retry)
-        + max_steps × (max_step_iterations + 1)   one ReAct run per step
-        + 2 × (max_steps − 1)                 with replan=True (one revision after each
-                                              step that has steps after it)
-        + 1                                   synthesis
+        + max_step_iterations + 1             the steps' calls: one step's full ReAct run
+        + 2 × (max_steps − 1)                 and one iteration and its forced answer for
+                                              each other step
+        + 2 × (max_steps − 1)                 with replan=True (a revision after each
+                                              failed step that has steps after it)
+        + 2                                   synthesis (once more if its reply was cut)
 
-    plus 2 per step when more than 12 tools are given (ReAct's tool selection). A run's
-    ``context`` ``max_iterations`` replaces ``max_step_iterations`` in the formula. A step
-    that ends with ``max_iterations`` is recorded and the plan goes on; if the graph runs
-    low on steps (``recursion_limit``) the remaining steps are skipped, the answer is
-    synthesised from the results so far and the status is ``max_iterations``.
+    plus 2 × max_steps when more than 12 tools are given (ReAct's tool selection). The plan
+    has as few steps as the request needs; a plan of one step is the request itself, which
+    its ReAct run gets as it is. Each step's ReAct loop gets an even share of the calls the
+    run has left for its remaining steps (after the synthesis and the revisions that may
+    still come), at most ``max_step_iterations`` iterations and its forced final answer, so
+    a one-step plan gets them all. A run's ``context`` ``max_iterations`` replaces
+    ``max_step_iterations`` in the formula; a context of a type without a
+    ``max_iterations`` field cannot pass a smaller share on, so such a step runs only when
+    its full budget fits. A step that ends with ``max_iterations`` is recorded and the plan
+    goes on; if the graph runs low on steps (``recursion_limit``) or calls, the remaining
+    steps are skipped, the answer is synthesised from the results so far and the status
+    is ``max_iterations``. A synthesis reply cut at the token cap is never the answer: it
+    is asked for once more, and when that is cut too, the run ends ``max_iterations`` with
+    the latest result of a completed step. Earlier results in a prompt are cut (the oldest
+    left out first) to fit the model's context window, read from its profile's
+    ``max_input_tokens``.
 
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.
         tools: LangChain tools or typed callables for the steps. None or empty: reasoning only.
         max_steps: Most plan steps executed; a longer plan is cut.
-        max_step_iterations: Model calls allowed in each step's ReAct loop.
-        replan: After each step, revise the remaining steps (may end the plan early).
+        max_step_iterations: Most model calls in each step's ReAct loop (fewer when the
+            run's calls run short, see the budget above).
+        replan: After a step that failed (it did not complete, or gave no result), revise
+            the remaining steps (may end the plan early). A completed step goes straight on.
         approve_plan: Pause after planning with ``interrupt({"plan": [...], "question":
             ...})``; resume with ``Command(resume={"type": "approve"})``, ``{"type":
             "edit", "steps": [...]}`` or ``{"type": "reject", "message": "..."}`` (the run

@@ -12,6 +12,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
+from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
@@ -35,6 +36,7 @@ class ReactCall(Call):
     """
 
     max_iterations: int = 10
+    context: Any = None  # the run context for the subgraph; None: the caller's
 
     def _config(self, config: RunnableConfig) -> RunnableConfig:
         needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
@@ -42,10 +44,10 @@ class ReactCall(Call):
         return {**config, "recursion_limit": limit}
 
     def invoke(self, config: RunnableConfig) -> Any:
-        return self.runnable.invoke(self.input, self._config(config))
+        return self.runnable.invoke(self.input, self._config(config), context=self.context)
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
-        return await self.runnable.ainvoke(self.input, self._config(config))
+        return await self.runnable.ainvoke(self.input, self._config(config), context=self.context)
 
 
 class ReactSubgraph:
@@ -62,8 +64,41 @@ class ReactSubgraph:
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
 
+    def limited(self, runtime: Runtime[Any], max_iterations: int) -> Any:
+        """The run context that gives ReAct ``max_iterations`` iterations: the caller's
+        context with that value, of the same kind; None when it is not below the run's
+        own budget, or when the context's type has no ``max_iterations`` field."""
+        if max_iterations >= self.settings.for_run(runtime).max_iterations:
+            return None
+        context = getattr(runtime, "context", None)
+        if isinstance(context, BaseModel):
+            if "max_iterations" not in type(context).model_fields:
+                return None
+            return context.model_copy(update={"max_iterations": max_iterations})
+        if dataclasses.is_dataclass(context) and not isinstance(context, type):
+            if "max_iterations" not in {f.name for f in dataclasses.fields(context)}:
+                return None
+            return dataclasses.replace(context, max_iterations=max_iterations)
+        if context is not None and not isinstance(context, Mapping):
+            return None
+        schema = self.graph.context_schema
+        if isinstance(schema, type) and (
+            issubclass(schema, BaseModel) or dataclasses.is_dataclass(schema)
+        ):
+            return None  # LangGraph would build the schema's type from a dict
+        return {**(context or {}), "max_iterations": max_iterations}
+
+    def iterations(self, runtime: Runtime[Any], wanted: int) -> int:
+        """The iterations a ReAct run asked for ``wanted`` gets (see ``limited``)."""
+        budget = self.settings.for_run(runtime).max_iterations
+        return wanted if self.limited(runtime, wanted) is not None else budget
+
     def run(
-        self, runtime: Runtime[Any], state: Mapping[str, Any], messages: Sequence[AnyMessage]
+        self,
+        runtime: Runtime[Any],
+        state: Mapping[str, Any],
+        messages: Sequence[AnyMessage],
+        max_iterations: int | None = None,
     ) -> Generator[Call, Any, tuple[dict[str, Any], dict[str, Any]]]:
         """Run ReAct on ``messages`` with the run's iteration budget.
 
@@ -71,16 +106,19 @@ class ReactSubgraph:
             runtime: The calling node's runtime (its context may change ``max_iterations``).
             state: The calling loop's state.
             messages: ReAct's input conversation.
+            max_iterations: A smaller budget for this run, which ``iterations`` says
+                whether it gets; None: the run's own.
 
         Returns:
             ReAct's output, and the calling loop's update for it: the model calls, retries
             and tokens it spent, the tool mode it ran in and the caller's own keys.
         """
-        run = self.settings.for_run(runtime)
+        context = None if max_iterations is None else self.limited(runtime, max_iterations)
+        budget = self.settings.for_run(runtime).max_iterations
+        if max_iterations is not None and context is not None:
+            budget = max_iterations
         carried = {key: state[key] for key in self.extra if key in state}
-        out = yield ReactCall(
-            self.graph, {"messages": list(messages), **carried}, run.max_iterations
-        )
+        out = yield ReactCall(self.graph, {"messages": list(messages), **carried}, budget, context)
         spent = {
             "llm_calls": out.get("llm_calls", 0),
             "retries": out.get("retries", 0),

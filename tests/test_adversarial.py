@@ -204,7 +204,8 @@ RAISING = {"raises_transient", "raises_permanent"}
 # forced final answer has text and ends "max_iterations" when no thought was ever produced.
 # A model that never stops asking ends at the budget ("max_iterations"). A reply that
 # repeats itself until it ends ("huge") is cut, never an answer: it ends "max_iterations"
-# in ReAct, CoT, ToT and CRITIC; so does a CoT sample with no text (empty, or tool calls only).
+# in ReAct, CoT, ToT, CRITIC and Plan-and-Execute; so does a CoT sample with no text
+# (empty, or tool calls only).
 DONE, BUDGET, ERROR = {"completed"}, {"max_iterations"}, {"error"}
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "react": {
@@ -226,7 +227,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "huge": BUDGET,
     },
     "plan_execute": {
-        s: DONE for s in ("random_text", "empty", "huge", "never_finishes", "always_tools")
+        **{s: DONE for s in ("random_text", "empty", "never_finishes", "always_tools")},
+        "huge": BUDGET,
     },
     "reflexion": {
         s: BUDGET for s in ("random_text", "empty", "huge", "never_finishes", "always_tools")

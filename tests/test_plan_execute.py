@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import random
@@ -12,10 +13,23 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from loopgraphs.graphs.plan_execute import Plan, PlanUpdate, call_budget, create_plan_execute_graph
-from loopgraphs.nodes.parsing.plans import numbered_items, plan_from_text, update_from_text
+from loopgraphs import prompts
+from loopgraphs.graphs.plan_execute import (
+    Plan,
+    PlanUpdate,
+    call_budget,
+    create_plan_execute_graph,
+    results_room,
+    results_text,
+)
+from loopgraphs.nodes.parsing.plans import (
+    numbered_items,
+    plan_from_text,
+    sized_plan,
+    update_from_text,
+)
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ProviderError, calls, tool_call
+from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -146,6 +160,192 @@ def test_inner_max_iterations_is_recorded_and_the_plan_goes_on():
     assert out["status"] == "completed" and out["llm_calls"] == 5 == model.call_count
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_one_step_plan_is_the_request_itself(mode):
+    question = "What is 81 * 31 + 131?"
+    script = [
+        structured(mode, "Plan", {"steps": ["81 * 31 + 131", "81 * 31 + 131.", "2.1.1"]}),
+        act(mode, "lookup", {"key": "81 * 31 + 131"}),
+        final(mode, "2642"),
+        "It is 2642.",
+    ]
+    model, graph = build(mode, script)
+    out = graph.invoke({"messages": [("user", question)]})
+    assert out["plan"] == [question]
+    # The step's ReAct run gets the request as it is, not wrapped in the step prompt.
+    assert text_of(model.prompts[1]).endswith(question)
+    assert "one step of a plan" not in text_of(model.prompts[1])
+    assert out["step_results"] == [{"step": question, "result": "2642", "status": "completed"}]
+    assert out["answer"] == "It is 2642." and out["status"] == "completed"
+    assert out["llm_calls"] == 4 == model.call_count
+
+
+def always_acting(mode: str, steps: list[str], answer: str = "done"):
+    """Plans ``steps``, calls a tool in every step turn and answers the synthesis."""
+    counter = itertools.count()
+
+    def reply(messages):
+        system = content_text(messages[0].content)
+        if "You plan the work" in system:
+            return structured(mode, "Plan", {"steps": steps})
+        if system.startswith("You write the final answer"):
+            return answer
+        return act(mode, "lookup", {"key": str(next(counter))})
+
+    return reply
+
+
+def forced_answers(model: ScriptedChatModel) -> int:
+    return sum(prompts.FORCE_FINAL_ANSWER in text_of(p) for p in model.prompts)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_step_gets_its_share_of_the_calls_left(mode):
+    options = {"max_steps": 3, "max_step_iterations": 3}
+    model, graph = build(
+        mode, [always_acting(mode, STEPS)], model_kwargs={"repeat_last": True}, **options
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    budget = call_budget(**options)
+    assert budget == 12
+    # 12 - 1 (plan) - 2 (synthesis) leaves 9 for 3 steps: 2 iterations and the forced
+    # answer each, where 3 iterations each would have spent 14 calls in all.
+    assert out["current_step"] == 3 and forced_answers(model) == 3
+    assert [r["status"] for r in out["step_results"]] == ["max_iterations"] * 3
+    assert out["llm_calls"] == 1 + 3 * 3 + 1 == model.call_count <= budget
+    assert out["status"] == "completed" and out["answer"] == "done"
+
+
+def test_a_one_step_plan_gets_the_whole_step_budget():
+    model, graph = build(
+        "native",
+        [always_acting("native", ["only step"])],
+        model_kwargs={"repeat_last": True},
+        max_steps=3,
+        max_step_iterations=3,
+    )
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["plan"] == ["q"] and forced_answers(model) == 1
+    assert out["llm_calls"] == 1 + (3 + 1) + 1 == model.call_count
+
+
+@dataclasses.dataclass
+class AppContext:
+    """A caller's run context without ``max_iterations``."""
+
+    user: str = "u1"
+
+
+def test_a_step_whose_budget_cannot_be_cut_runs_only_when_it_fits():
+    model, graph = build(
+        "native",
+        [always_acting("native", ["one", "two"])],
+        model_kwargs={"repeat_last": True},
+        max_steps=2,
+        max_step_iterations=3,
+        context_schema=AppContext,
+    )
+    out = graph.invoke({"messages": [("user", "q")]}, context=AppContext())
+    # Budget 2 + (3 + 1) + 2 + 2 = 10: the first step takes its full 4 calls (its share
+    # cannot reach ReAct through this context), and the 3 left cannot hold the second.
+    assert out["current_step"] == 1 and out["status"] == "max_iterations"
+    assert out["llm_calls"] == 1 + 4 + 1 == model.call_count
+
+
+@dataclasses.dataclass
+class BudgetContext:
+    """A caller's run context with ``max_iterations``."""
+
+    max_iterations: int | None = None
+    user: str = "u1"
+
+
+@pytest.mark.parametrize("kind", ["dict", "dataclass"])
+def test_a_context_budget_is_cut_to_the_step_share(kind):
+    schema = {"context_schema": BudgetContext} if kind == "dataclass" else {}
+    model, graph = build(
+        "native",
+        [always_acting("native", STEPS)],
+        model_kwargs={"repeat_last": True},
+        max_steps=3,
+        **schema,
+    )
+    context = BudgetContext(max_iterations=3) if schema else {"max_iterations": 3}
+    out = graph.invoke({"messages": [("user", "q")]}, context=context)
+    # As with max_step_iterations=3: 2 iterations and the forced answer for each step.
+    assert forced_answers(model) == 3
+    assert out["llm_calls"] == 1 + 3 * 3 + 1 == model.call_count
+
+
+def cut(text: str) -> AIMessage:
+    return AIMessage(text, response_metadata={"finish_reason": "length"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cut_synthesis_asks_once_more_for_a_short_answer(mode):
+    script = [
+        structured(mode, "Plan", {"steps": ["find a", "find b"]}),
+        final(mode, "A=1"),
+        final(mode, "B=2"),
+        cut("The answer, worked out at length, is"),
+        "3",
+    ]
+    model, graph = build(mode, script)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert prompts.SHORT_ANSWER in text_of(model.prompts[4])
+    assert out["answer"] == "3" and out["status"] == "completed"
+    assert out["llm_calls"] == 5 == model.call_count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_synthesis_cut_twice_ends_with_the_last_good_result(mode):
+    script = [
+        structured(mode, "Plan", {"steps": ["find a", "find b"]}),
+        final(mode, "A=1"),
+        final(mode, "B=2"),
+        cut("The answer is"),
+        cut("It is"),
+    ]
+    model, graph = build(mode, script)
+    out = graph.invoke({"messages": [("user", "q")]})
+    assert out["answer"] == "B=2" and out["status"] == "max_iterations"
+    assert out["llm_calls"] == 5 == model.call_count
+
+
+def test_earlier_results_are_cut_to_fit_the_context_window():
+    long = " ".join(f"fact{i}" for i in range(250))  # 1,640 characters, no repeats
+    script = [
+        structured("native", "Plan", {"steps": STEPS}),
+        final("native", "A" + long),
+        final("native", "B" + long),
+        final("native", "C"),
+        "ABC",
+    ]
+    profile = {"tool_calling": True, "structured_output": True, "max_input_tokens": 1000}
+    model = ScriptedChatModel(replies=script, profile=profile)
+    graph = create_plan_execute_graph(model, [lookup], retry_policy=FAST_RETRY)
+    out = graph.invoke({"messages": [("user", "q")]})
+    room = results_room(model)
+    assert room == (1000 - 500) // 2 * 3  # the reply takes at most half the window
+    step3, synthesis = text_of(model.prompts[3]), text_of(model.prompts[4])
+    assert "Step 1: find a" in step3 and "Step 2: find b" in step3
+    assert "fact249" not in step3 and "fact249" not in synthesis  # cut to their share
+    assert len(step3) < room + 1000 and len(synthesis) < room + 1000
+    assert out["answer"] == "ABC" and out["llm_calls"] == 5
+
+
+def test_results_text_shares_the_room_and_leaves_out_the_oldest():
+    results = [{"step": f"s{i}", "result": "r" * 500, "status": "completed"} for i in (1, 2, 3)]
+    whole = results_text(results)
+    assert results_text(results, len(whole)) == whole
+    shared = results_text(results, 600)
+    assert shared.count("Step ") == 3 and len(shared) <= 600 + 4
+    tight = results_text(results, 250)
+    assert tight.startswith(prompts.EARLIER_RESULTS_LEFT_OUT.format(count=1))
+    assert "Step 1:" not in tight and "Step 2: s2" in tight and "Step 3: s3" in tight
+    assert results_room(model_for("native", [])) is None  # the profile does not say
+
+
 def test_step_error_propagates():
     script = [structured("native", "Plan", {"steps": STEPS}), ProviderError(401, "invalid api key")]
     model, graph = build("native", script)
@@ -157,50 +357,67 @@ def test_step_error_propagates():
     assert isinstance(out["answer"], str)
 
 
+def failing_step(mode: str, answer: str) -> list:
+    """A step that runs out of its one iteration: a tool call, then the forced answer."""
+    return [act(mode, "lookup", {"key": "a"}), final(mode, answer)]
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_replan_revises_the_remaining_steps(mode):
+def test_replan_revises_the_remaining_steps_after_a_failed_step(mode):
     script = [
         structured(mode, "Plan", {"steps": STEPS}),
-        final(mode, "A=1"),
+        *failing_step(mode, "A=1"),
         structured(mode, "PlanUpdate", {"steps": ["add 1 and b"]}),
         final(mode, "3"),
         "It is 3.",
     ]
-    model, graph = build(mode, script, replan=True)
+    model, graph = build(mode, script, replan=True, max_step_iterations=1)
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["plan"] == ["find a", "add 1 and b"]
     assert [r["step"] for r in out["step_results"]] == ["find a", "add 1 and b"]
-    replan_prompt = text_of(model.prompts[2])
-    assert "A=1" in replan_prompt and "find b" in replan_prompt
-    assert "step 2 only: add 1 and b" in text_of(model.prompts[3])
-    assert out["llm_calls"] == 5 == model.call_count  # no revision after the last step
+    assert [r["status"] for r in out["step_results"]] == ["max_iterations", "completed"]
+    replan_prompt = text_of(model.prompts[3])
+    assert "You keep a plan up to date" in replan_prompt
+    assert "A=1" in replan_prompt and "[max_iterations]" in replan_prompt
+    assert "find b" in replan_prompt
+    assert "step 2 only: add 1 and b" in text_of(model.prompts[4])
+    assert out["llm_calls"] == 6 == model.call_count  # no revision after the last step
     assert out["status"] == "completed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_replan_is_skipped_after_a_completed_step(mode):
+    model, graph = build(mode, three_step_script(mode), replan=True)
+    out = graph.invoke({"messages": [("user", "Add a and b.")]})
+    assert out["plan"] == STEPS and out["answer"] == "The total is 3."
+    assert out["llm_calls"] == 8 == model.call_count  # no revision call
+    assert not any("You keep a plan up to date" in text_of(p) for p in model.prompts)
 
 
 @pytest.mark.parametrize(("mode", "done"), [("native", None), ("text", "DONE")])
 def test_replan_can_finish_early(mode, done):
     update = done if done else structured(mode, "PlanUpdate", {"steps": []})
-    script = [structured(mode, "Plan", {"steps": STEPS}), final(mode, "A=1"), update, "1"]
-    model, graph = build(mode, script, replan=True)
+    script = [structured(mode, "Plan", {"steps": STEPS}), *failing_step(mode, "A=1"), update, "1"]
+    model, graph = build(mode, script, replan=True, max_step_iterations=1)
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["plan"] == ["find a"] and out["current_step"] == 1
     assert out["status"] == "completed" and out["answer"] == "1"
-    assert out["llm_calls"] == 4 == model.call_count
+    assert out["llm_calls"] == 5 == model.call_count
 
 
 def test_failed_replan_keeps_the_plan():
     script = [
         structured("native", "Plan", {"steps": ["one", "two"]}),
-        final("native", "1"),
+        *failing_step("native", "1"),
         "garbage",
         "more garbage",
         final("native", "2"),
         "12",
     ]
-    model, graph = build("native", script, replan=True)
+    model, graph = build("native", script, replan=True, max_step_iterations=1)
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["plan"] == ["one", "two"] and out["current_step"] == 2
-    assert out["llm_calls"] == 6 == model.call_count
+    assert out["llm_calls"] == 7 == model.call_count
 
 
 def approval_graph(replies: list):
@@ -230,13 +447,13 @@ def test_approve_plan_interrupts_and_edit_runs_the_edited_steps():
 
 
 def test_approve_plan_approve_runs_the_plan():
-    plan = structured("native", "Plan", {"steps": ["only"]})
-    model, graph = approval_graph([plan, final("native", "X"), "X!"])
+    plan = structured("native", "Plan", {"steps": ["only", "then this"]})
+    model, graph = approval_graph([plan, final("native", "X"), final("native", "Y"), "X!"])
     config = {"configurable": {"thread_id": "approve"}}
     graph.invoke({"messages": [("user", "q")]}, config)
     out = graph.invoke(Command(resume={"type": "approve"}), config)
-    assert out["plan"] == ["only"] and out["answer"] == "X!"
-    assert out["llm_calls"] == 3 == model.call_count
+    assert out["plan"] == ["only", "then this"] and out["answer"] == "X!"
+    assert out["llm_calls"] == 4 == model.call_count
 
 
 def test_approve_plan_reject_ends_with_error():
@@ -273,9 +490,12 @@ BUDGET = call_budget(max_steps=3, max_step_iterations=2, replan=True)
 
 
 def test_budget_formula():
-    assert BUDGET == 2 + 3 * (2 + 1) + 2 * (3 - 1) + 1 == 16
-    assert call_budget() == 2 + 7 * 6 + 1
-    assert call_budget(tool_selection=True) == 2 + 7 * 8 + 1
+    # planner + the steps' calls (one full step, two for each other) + revisions
+    # + synthesis (and its one retry)
+    assert BUDGET == 2 + (2 + 1 + 2 * (3 - 1)) + 2 * (3 - 1) + 2 == 15
+    assert call_budget() == 2 + (5 + 1 + 2 * 6) + 2 == 22
+    assert call_budget(tool_selection=True) == 22 + 2 * 7
+    assert call_budget(max_steps=1, max_step_iterations=1) == 2 + 2 + 2
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -294,8 +514,8 @@ def test_random_text_model_ends_within_budget(mode):
 
 
 def never_finishing(mode: str):
-    """Always calls a tool, and answers the planner and replanner only after a reformat
-    request, so that every part of the budget is spent."""
+    """Always calls a tool, answers the planner and replanner only after a reformat
+    request and cuts every synthesis reply, so that every part of the budget is spent."""
     counter = itertools.count()
 
     def reply(messages):
@@ -305,6 +525,8 @@ def never_finishing(mode: str):
             return structured(mode, "Plan", {"steps": [f"step {i}" for i in range(6)]})
         if "You keep a plan up to date" in system and reformat:
             return structured(mode, "PlanUpdate", {"steps": ["again", "and again", "more"]})
+        if system.startswith("You write the final answer"):
+            return AIMessage("The answer is", response_metadata={"finish_reason": "length"})
         return act(mode, "lookup", {"key": str(next(counter))})
 
     return reply
@@ -318,8 +540,9 @@ def test_never_finishing_model_spends_exactly_the_budget(mode):
     out = graph.invoke({"messages": [("user", "q")]})
     assert out["llm_calls"] == BUDGET == model.call_count
     assert [r["status"] for r in out["step_results"]] == ["max_iterations"] * 3
-    assert out["status"] == "completed"  # the plan ran to its end and synthesis ran
-    assert isinstance(out["answer"], str) and out["answer"]
+    # The plan ran to its end; the synthesis was cut twice, so a step's result answers.
+    assert out["status"] == "max_iterations"
+    assert out["answer"] == out["step_results"][-1]["result"] != ""
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -389,6 +612,21 @@ def test_numbered_items_reads_common_list_forms():
     assert update_from_text("DONE") == {"steps": []}
     assert update_from_text("1. more") == {"steps": ["more"]}
     assert update_from_text("I am not done yet") is None
+
+
+def test_sized_plan_fits_the_request():
+    request = "What is 81 * 31 + 131?"
+    assert sized_plan(["81 * 31", "add 131 to it"], request) == ["81 * 31", "add 131 to it"]
+    assert sized_plan(["81 * 31 + 131"], request) == [request]
+    assert sized_plan(["2.1.1", "8", "81 * 31 + 131"], request) == [request]
+    assert sized_plan(["81 * 31 = 2511", "2511 + 131 = 2642"], request) == [request]
+    assert sized_plan(["solve x + 1 = 3", "double x"], request) == ["solve x + 1 = 3", "double x"]
+    assert sized_plan([request, "What is 81 * 31 + 132?"], request) == [request]
+    assert sized_plan([], request) == [request]
+    assert Plan.model_validate({"steps": ["find a", "Find  A.", "find b"]}).steps == [
+        "find a",
+        "find b",
+    ]
 
 
 def test_plan_schema_cleans_what_models_send():
