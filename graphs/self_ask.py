@@ -48,7 +48,7 @@ from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
-from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt, short_again
 from loopgraphs.nodes.grounding import tool_for
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
@@ -101,7 +101,9 @@ class SelfAskState(SelfAskOutput, LoopState, total=False):
     ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls. In a
     guided run ``unread`` says the last tool result has not been read yet, and
     ``finishing`` that the model asked nothing new (``"asked"``) or that the budget ran
-    out before it could ask (``"budget"``): ``final_answer`` comes next."""
+    out before it could ask (``"budget"``), or, in any run, that a reply was cut at the
+    token cap after the one request for a short answer (``"cut"``): ``final_answer``
+    comes next."""
 
     pending: list[dict[str, Any]]
     tool_log: Annotated[list[AnyMessage], extend_list]
@@ -183,9 +185,10 @@ def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMes
     for item in reversed(follow_ups):
         if item.get("answer"):
             return str(item["answer"])
-    found = best_effort_answer(messages)
+    kept = [m for m in messages if not (isinstance(m, AIMessage) and cut_short(m))]
+    found = best_effort_answer(kept)
     if not found:
-        replies = (m for m in reversed(messages) if isinstance(m, AIMessage))
+        replies = (m for m in reversed(kept) if isinstance(m, AIMessage))
         found = next((text for m in replies if (text := content_text(m.content).strip())), "")
     return found
 
@@ -438,7 +441,21 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if require and not asks and not native_calls and can_continue(state, run):
             ask = HumanMessage(prompts.SELF_ASK_REQUIRE_FOLLOW_UP)
             return {**update, "messages": [*update.get("messages", []), ask]}
-        if turn.kind == "final" or (turn.kind == "none" and not native_calls):
+        answers = turn.kind == "final" or (turn.kind == "none" and not native_calls)
+        if answers and cut_short(reply):
+            # A reply cut at the token cap is not an answer: ask once for a short one.
+            if not scratch_of(state).get("shortened") and can_continue(state, run):
+                ask = loop_prompt(prompts.SHORT_ANSWER)
+                return {
+                    **update,
+                    "messages": [*update.get("messages", []), ask],
+                    "scratch": {"shortened": True, "seen": ask.id},
+                }
+            if steps_left(state, ANSWER_STEPS):  # final_answer asks for it, as at the budget
+                return {**update, "finishing": "cut"}
+            answer = _best_effort(follow_ups, state["messages"][:-1])
+            return {**update, "status": "max_iterations", "answer": answer}
+        if answers:
             update.update(status="completed", answer=turn.answer)
             shown = _without_calls(reply) if native_calls else reply
             update["messages"] = [answer_message(shown, turn.answer)]
@@ -537,7 +554,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         reply = update["messages"][0]
         if reply.tool_calls:
             reply = _without_calls(reply)
-        turn = parse_self_ask(content_text(reply.content))
+        cut = cut_short(reply)  # a reply cut at the token cap is not an answer
+        turn = parse_self_ask("" if cut else content_text(reply.content))
         follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
         answer = turn.answer if turn.kind in ("final", "none") else ""
         if not answer:

@@ -204,7 +204,7 @@ RAISING = {"raises_transient", "raises_permanent"}
 # forced final answer has text and ends "max_iterations" when no thought was ever produced.
 # A model that never stops asking ends at the budget ("max_iterations"). A reply that
 # repeats itself until it ends ("huge") is cut, never an answer: it ends "max_iterations"
-# in ReAct, CoT, ToT, CRITIC and Plan-and-Execute; so does a CoT sample with no text
+# in ReAct, CoT, ToT, CRITIC, Self-Ask and Plan-and-Execute; so does a CoT sample with no text
 # (empty, or tool calls only).
 DONE, BUDGET, ERROR = {"completed"}, {"max_iterations"}, {"error"}
 EXPECTED: dict[str, dict[str, set[str]]] = {
@@ -236,7 +236,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "self_ask": {
         "random_text": DONE,
         "empty": DONE,
-        "huge": DONE,
+        "huge": BUDGET,
         "never_finishes": BUDGET,
         # Self-Ask reads its own grammar: a bare ReAct-style action is plain text to it,
         # while a native tool call is a follow-up.

@@ -868,3 +868,30 @@ def test_guided_parsers_are_fast_on_hostile_input(text):
     read_answer(text)
     open_json_field(text, "follow_up")
     assert time.monotonic() - started < 1.0
+
+
+# ---------------------------------------------------------------- cut replies (free grammar)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cut_final_reply_is_asked_once_for_a_short_answer(mode):
+    search = Search()
+    replies = [
+        cut("So the final answer is: Rome " + "and Rome " * 60),
+        "So the final answer is: Rome",
+    ]
+    model, graph = build(mode, replies, [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["answer"] == "Rome" and out["status"] == "completed"
+    assert out["llm_calls"] == 2 == model.call_count
+    assert content_text(model.prompts[1][-1].content) == prompts.SHORT_ANSWER
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_final_reply_cut_twice_is_never_the_answer(mode):
+    search = Search()
+    looping = "So the final answer is: Rome " + "and Rome " * 60
+    model, graph = build(mode, [cut(looping), cut(looping), cut(looping)], [search.tool])
+    out = graph.invoke(QUESTION)
+    assert out["status"] == "max_iterations" and "and Rome and Rome" not in out["answer"]
+    assert out["llm_calls"] == model.call_count <= 3
