@@ -82,9 +82,10 @@ def grounded_string(
     Args:
         words: The words the string may use (see ``words_of``).
         most: The most words the string may hold (before ``holding``, with one).
-        end: A punctuation mark the string may end with (``"?"``, ``"."``).
-        holding: A text the string must hold as it is written (an earlier answer a
-            follow-up builds on).
+        end: A punctuation mark the string may end with (``"?"``, ``"."``; one character).
+        holding: A text the string must hold, word by word (an earlier answer a
+            follow-up builds on); its punctuation is left out, the words may be separated
+            as any others (grammar converters such as llama.cpp's support few escapes).
         after: The most words after ``holding``.
 
     Returns:
@@ -92,17 +93,19 @@ def grounded_string(
         empty and nothing is held.
 
     Raises:
-        ValueError: ``most`` is below 1.
+        ValueError: ``most`` is below 1, or ``end`` is not one punctuation mark.
     """
     if most < 1:
         raise ValueError(f"most must be >= 1, got {most}")
+    if len(end) > 1 or end in ("]", "\\", "^"):
+        raise ValueError(f"end must be one punctuation mark, got {end!r}")
     chosen = sorted({w for w in words if w}, key=lambda w: (-len(w), w))
-    tail = f"{re.escape(end)}?" if end else ""
-    held = re.escape(holding.strip())
+    tail = f"[{end}]?" if end else ""  # a class: no escape for the grammar to refuse
+    sep = "( |-|')"
+    held = sep.join(WORD_RE.findall(holding))
     if not chosen:
         return {"type": "string", "pattern": f"^{held}{tail}$"} if held else {"type": "string"}
     word = "(" + "|".join(re.escape(w) for w in chosen) + ")"
-    sep = "( |-|')"
     if held:
         before = f"({word}{sep}){{0,{most}}}"
         rest = f"({sep}{word}){{0,{after}}}"
