@@ -28,17 +28,18 @@ def test_react_ends_with_status_and_answer(local_model, mode):
         local_model, [calculator, make_search_tool()], tool_mode=mode, max_iterations=3
     )
     out = graph.invoke({"messages": [("user", "What is 12 * 7?")]})
-    # The model's replies vary; the loop's rules do not. It ends with an answer, either
-    # by itself within its 3 turns, or after all 3 with one call asking for the answer.
+    # The model's replies vary; the loop's rules do not. It ends with an answer by itself
+    # within its 3 turns, or after all 3 with one call asking for the answer; a reply cut
+    # at the token cap twice ends it "max_iterations" with the last tool result, if any.
     assert out["status"] in ("completed", "max_iterations"), out.get("error")
-    assert isinstance(out["answer"], str) and out["answer"].strip()
-    forced = [
-        m
-        for m in out["messages"]
-        if isinstance(m, HumanMessage) and m.content == prompts.FORCE_FINAL_ANSWER
-    ]
+    assert isinstance(out["answer"], str)
+    asked = [m.content for m in out["messages"] if isinstance(m, HumanMessage)]
+    forced = [text for text in asked if text == prompts.FORCE_FINAL_ANSWER]
+    cut = [text for text in asked if text == prompts.SHORT_ANSWER]
     if out["status"] == "completed":
-        assert 1 <= out["llm_calls"] <= 3 and forced == []
+        assert 1 <= out["llm_calls"] <= 3 and forced == [] and out["answer"].strip()
+    elif cut:
+        assert out["llm_calls"] <= 4 and len(cut) == 1
     else:
         assert out["llm_calls"] == 4 and len(forced) == 1
     replies = [m for m in out["messages"] if isinstance(m, AIMessage)]
