@@ -25,7 +25,13 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
-from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.generate import (
+    answer_message,
+    asker,
+    call_model,
+    short_again,
+    spent_together,
+)
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
@@ -45,7 +51,6 @@ from loopgraphs.nodes.tool_step import ToolStep
 from loopgraphs.state import (
     LoopState,
     OutputState,
-    add_usage,
     conversation_of,
     extend_list,
     request_of,
@@ -261,10 +266,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             reply, second = yield from call_model(
                 ask.call([*asked, reply, again], form, tools=run.tools.tools)
             )
-            update = {
-                "llm_calls": update["llm_calls"] + second["llm_calls"],
-                "usage": add_usage(update["usage"], second["usage"]),
-            }
+            update = spent_together(update, second)
         data = None
         if require and guides(run) and not parse_critique(content_text(reply.content)).claims:
             # A small model that names no claim when asked twice: its draft is the claim,

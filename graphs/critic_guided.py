@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loopgraphs.nodes.grounding import grounded_string, words_of
+from loopgraphs.nodes.grounding import closed_object, grounded_string, takes_one_input, words_of
 from loopgraphs.nodes.parsing.self_ask import open_json_field, relevant_sentences
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -44,18 +44,15 @@ def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool
     claim = grounded_string(words, most=CLAIM_WORDS, end=".")
     items = []
     for item in tools.schemas():
-        parameters = item["parameters"].get("properties", {})
         tool_input = (
-            grounded_string(words, most=INPUT_WORDS) if len(parameters) <= 1 else item["parameters"]
+            grounded_string(words, most=INPUT_WORDS)
+            if takes_one_input(tools, item["name"])
+            else item["parameters"]
         )
-        properties = {"claim": claim, "tool": {"const": item["name"]}, "tool_input": tool_input}
         items.append(
-            {
-                "type": "object",
-                "properties": properties,
-                "required": list(properties),
-                "additionalProperties": False,
-            }
+            closed_object(
+                {"claim": claim, "tool": {"const": item["name"]}, "tool_input": tool_input}
+            )
         )
     claims: dict[str, Any] = {
         "type": "array",
@@ -66,13 +63,11 @@ def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool
     properties = (
         {"claims": claims} if required else {"verified": {"type": "boolean"}, "claims": claims}
     )
-    schema = {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
+    return {
+        "name": "critique",
+        "description": "Claims of the draft to check.",
+        "schema": closed_object(properties),
     }
-    return {"name": "critique", "description": "Claims of the draft to check.", "schema": schema}
 
 
 def evidence(claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -99,12 +94,7 @@ def revision_schema(
     return {
         "name": "revision",
         "description": "The revised answer.",
-        "schema": {
-            "type": "object",
-            "properties": {"answer": answer},
-            "required": ["answer"],
-            "additionalProperties": False,
-        },
+        "schema": closed_object({"answer": answer}),
     }
 
 

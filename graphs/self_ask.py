@@ -41,14 +41,20 @@ from loopgraphs.graphs.self_ask_guided import (
     read_of,
     read_request,
     scratchpad,
-    spent_both,
     worked_example,
 )
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
 from loopgraphs.nodes.call_tool import new_fence, unfence
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
-from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt, short_again
+from loopgraphs.nodes.generate import (
+    answer_message,
+    asker,
+    call_model,
+    loop_prompt,
+    short_again,
+    spent_together,
+)
 from loopgraphs.nodes.grounding import tool_for
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
@@ -175,10 +181,7 @@ def _record_intermediate(
 
 def _open(turn: SelfAskTurn, follow_ups: Sequence[dict[str, Any]]) -> bool:
     """Whether a turn asks a follow-up that no earlier follow-up of the run asked."""
-    asked = " ".join(turn.question.lower().split())
-    return bool(asked) and all(
-        " ".join(str(f["question"]).lower().split()) != asked for f in follow_ups
-    )
+    return bool(turn.question.strip()) and not asked_before(turn.question, follow_ups)
 
 
 def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMessage]) -> str:
@@ -313,14 +316,14 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 said = ""
             said = said or guided_fallback(follow_ups, unread=True)
             follow_ups[-1] = {**last, "answer": said}
-            update = {**spent_both(update, spent), "follow_ups": follow_ups, "unread": False}
+            update = {**spent_together(update, spent), "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
             made += 1
         if made < run.max_iterations:
             view = {**state, "follow_ups": follow_ups, "unread": False}
             messages = guided_turn_messages(run, view, follow_ups)
             reply, spent = yield from guided_call(run, view, messages, runtime, final=False)
-            update = {**update, **spent_both(update, spent)}
+            update = {**update, **spent_together(update, spent)}
             replies.append(reply)
             made += 1
         else:

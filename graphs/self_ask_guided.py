@@ -23,9 +23,11 @@ from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.grounding import (
     QUESTION_WORDS,
     WORD_RE,
+    closed_object,
     grounded_string,
     guides,
     new_words,
+    takes_one_input,
     words_of,
 )
 from loopgraphs.nodes.model_send import Form
@@ -39,7 +41,6 @@ from loopgraphs.nodes.parsing.self_ask import (
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
-from loopgraphs.state import add_usage
 from loopgraphs.toolkits.registry import ToolRegistry
 
 READ_SENTENCES = 3  # sentences of a tool result a guided model reads its answer from
@@ -65,11 +66,6 @@ def guided_choice(run: LoopSettings) -> str:
     return choice if isinstance(choice, str) and choice not in ("auto", "none") else "required"
 
 
-def _question_is_input(tools: ToolRegistry, name: str) -> bool:
-    """Whether a follow-up question is itself a tool's input (one parameter)."""
-    return len(tools.parameters(name).get("properties", {})) <= 1
-
-
 def follow_up_schema(
     tools: ToolRegistry,
     require: str | None,
@@ -93,16 +89,9 @@ def follow_up_schema(
         if require in tools.names and item["name"] != require:
             continue
         properties: dict[str, Any] = {"follow_up": question, "tool": {"const": item["name"]}}
-        if not _question_is_input(tools, item["name"]):
+        if not takes_one_input(tools, item["name"]):
             properties["tool_input"] = item["parameters"]
-        alternatives.append(
-            {
-                "type": "object",
-                "properties": properties,
-                "required": list(properties),
-                "additionalProperties": False,
-            }
-        )
+        alternatives.append(closed_object(properties))
     if answer:
         alternatives.append(answer_schema("", "final_answer", answer)["schema"])
     return {
@@ -118,12 +107,7 @@ def answer_schema(name: str, key: str, words: Sequence[str]) -> dict[str, Any]:
     return {
         "name": name,
         "description": "The answer.",
-        "schema": {
-            "type": "object",
-            "properties": {key: grounded_string(words, most=ANSWER_WORDS, end=".")},
-            "required": [key],
-            "additionalProperties": False,
-        },
+        "schema": closed_object({key: grounded_string(words, most=ANSWER_WORDS, end=".")}),
     }
 
 
@@ -200,7 +184,7 @@ def follow_up_reply(mode: str, tools: ToolRegistry, tool: str, question: str) ->
     if mode != "json":
         return prompts.SELF_ASK_FOLLOW_UP_LINE.format(question=question)
     data: dict[str, Any] = {"follow_up": question, "tool": tool}
-    if not _question_is_input(tools, tool):
+    if not takes_one_input(tools, tool):
         data["tool_input"] = coerce_args(tools, tool, question)
     return json.dumps(data, ensure_ascii=False)
 
@@ -319,11 +303,3 @@ def copies_example(text: str, evidence: str) -> bool:
 def asked_before(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> bool:
     asked = " ".join(question.lower().split())
     return any(" ".join(str(f["question"]).lower().split()) == asked for f in follow_ups)
-
-
-def spent_both(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``llm_calls``/``usage`` update of two model calls."""
-    return {
-        "llm_calls": int(first.get("llm_calls") or 0) + int(second.get("llm_calls") or 0),
-        "usage": add_usage(first.get("usage"), second.get("usage")),
-    }

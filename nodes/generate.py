@@ -75,6 +75,14 @@ def loop_prompt(text: str) -> HumanMessage:
     return HumanMessage(text, id=str(uuid.uuid4()))
 
 
+def spent_together(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``llm_calls``/``usage`` update of two model calls' updates together."""
+    return {
+        "llm_calls": int(first.get("llm_calls") or 0) + int(second.get("llm_calls") or 0),
+        "usage": add_usage(first.get("usage"), second.get("usage")),
+    }
+
+
 def short_again(
     ask: Asker,
     history: Sequence[AnyMessage],
@@ -104,8 +112,4 @@ def short_again(
         return reply, [reply], dict(spent)
     request = loop_prompt(prompts.SHORT_ANSWER)
     again, more = yield from call_model(ask.call([*history, reply, request], form))
-    update = {
-        "llm_calls": int(spent.get("llm_calls") or 0) + int(more.get("llm_calls") or 0),
-        "usage": add_usage(spent.get("usage"), more.get("usage")),
-    }
-    return again, [reply, request, again], update
+    return again, [reply, request, again], spent_together(spent, more)

@@ -143,3 +143,20 @@ def tool_for(tools: ToolRegistry, question: str, choice: str = "required") -> st
         if score > shared:
             best, shared = name, score
     return best
+
+
+def closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-schema object of exactly ``properties``, every one required, in that order
+    (the order a constrained reply writes them in)."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def takes_one_input(tools: ToolRegistry, name: str) -> bool:
+    """Whether a tool takes at most one argument, so that a text (a question, a claim's
+    check) can be its whole input."""
+    return len(tools.parameters(name).get("properties", {})) <= 1
