@@ -32,6 +32,7 @@ from loopgraphs.eval import (
     write_report,
 )
 from loopgraphs.eval.report import CHART_NEEDS
+from loopgraphs.eval.runner import DEFAULT_CONCURRENCY
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import (
     CACHE_ENV,
@@ -144,7 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="budget of each loop's main cycle, as for 'run' (with --server: the runs' "
         "context max_iterations, read by the loops that take tools)",
     )
-    evaluate.add_argument("--concurrency", type=int, default=4, help="runs in flight at once")
+    evaluate.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="runs in flight at once (default: 1 on the embedded server, which answers one "
+        "request at a time; 4 otherwise)",
+    )
     evaluate.add_argument(
         "--server",
         metavar="URL",
@@ -480,7 +487,7 @@ def run_cli_server_eval(args: argparse.Namespace, console: Console) -> int:
             model=args.model or args.base_url,
             max_iterations=args.max_iterations,
             limit=args.limit,
-            concurrency=args.concurrency,
+            concurrency=DEFAULT_CONCURRENCY if args.concurrency is None else args.concurrency,
             console=console,
         )
     except (ValueError, ServerUnavailableError) as exc:

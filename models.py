@@ -270,8 +270,16 @@ def _existing_gguf(gguf: str | os.PathLike[str]) -> Path:
 class LocalServer:
     """An embedded llama.cpp server exposing the OpenAI API on loopback.
 
-    Each of the `n_parallel` slots keeps its own prompt cache, and the KV cache is unified
-    so any single request may use the whole `n_ctx` context.
+    The defaults make a reply depend on its request alone: at temperature 0 the same
+    request gets the same reply whether it runs alone, among concurrent requests, after a
+    prompt-cache hit or on a loaded machine. llama.cpp's CPU kernels give a sequence
+    slightly different numbers when other sequences share its batch (several slots over a
+    unified KV cache) or, with flash attention, when a cached prefix changes how its prompt
+    is split; a near-tie between two tokens then goes the other way. So the server has one
+    slot (concurrent requests queue and keep the prompt cache) and flash attention off.
+    On two cores one slot is also the faster choice, as the slots of a larger server each
+    read the shared prompt prefix again. `n_parallel > 1` serves several requests at once
+    and gives up that reproducibility.
 
     Attributes:
         gguf: Absolute path of the model file.
@@ -290,7 +298,7 @@ class LocalServer:
         *,
         n_ctx: int = 8192,
         n_threads: int | None = None,
-        n_parallel: int = 4,
+        n_parallel: int = 1,
         port: int = 0,
     ) -> None:
         """Configure the server without starting it.
@@ -299,7 +307,8 @@ class LocalServer:
             gguf: Path of the GGUF model file.
             n_ctx: Context size in tokens available to each request.
             n_threads: CPU threads for generation; defaults to `os.cpu_count()`.
-            n_parallel: Number of slots serving requests concurrently.
+            n_parallel: Number of slots serving requests concurrently; more than one
+                makes replies depend on what shares the batch (see above).
             port: TCP port on 127.0.0.1; 0 lets the operating system pick a free one.
 
         Raises:
@@ -366,6 +375,8 @@ class LocalServer:
             params.n_ctx = self.n_ctx
             params.n_parallel = self.n_parallel
             params.kv_unified = True
+            # Off: on the CPU it makes a token's numbers depend on how its prompt was split.
+            params.flash_attn_type = xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
             params.use_jinja = True
             params.hostnames = [LOOPBACK_HOST]
             params.port = self.port
@@ -493,17 +504,25 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
+def embedded_server(model: object) -> LocalServer | None:
+    """The running llama.cpp server this process started (``"local"`` or
+    ``"gguf:<path>"``) that a chat model talks to, or None."""
+    if not _local_servers:
+        return None
+    inner = _unwrap(model) if isinstance(model, Runnable) else model
+    base = str(getattr(inner, "openai_api_base", "") or "").rstrip("/").removesuffix("/v1")
+    if not base:
+        return None
+    for server in list(_local_servers.values()):
+        if server.is_running and server.url.rstrip("/").removesuffix("/v1") == base:
+            return server
+    return None
+
+
 def is_embedded_model(model: object) -> bool:
     """Whether a chat model talks to a llama.cpp server this process started (``"local"``
     or ``"gguf:<path>"``)."""
-    if not _local_servers:
-        return False
-    inner = _unwrap(model) if isinstance(model, Runnable) else model
-    base = str(getattr(inner, "openai_api_base", "") or "").rstrip("/").removesuffix("/v1")
-    return bool(base) and any(
-        server.is_running and server.url.rstrip("/").removesuffix("/v1") == base
-        for server in list(_local_servers.values())
-    )
+    return embedded_server(model) is not None
 
 
 def default_tool_choice(model: object) -> str | None:

@@ -28,7 +28,7 @@ from loopgraphs.eval.report import EvalReport, RunResult
 from loopgraphs.eval.scoring import score
 from loopgraphs.eval.suites import DEFAULT_SEED, SUITES, Task, make_suite
 from loopgraphs.graphs.registry import LOOPS, build_loop
-from loopgraphs.models import describe_model
+from loopgraphs.models import describe_model, embedded_server
 from loopgraphs.nodes.errors import describe_error
 from loopgraphs.toolkits import get_tools
 
@@ -154,12 +154,26 @@ class EvalPlan:
         return EvalReport(results=list(results), loops=self.loops, suites=self.suites, meta=meta)
 
 
+DEFAULT_CONCURRENCY = 4
+
+
+def runs_at_once(model: Any, concurrency: int | None) -> int:
+    """The runs an evaluation keeps in flight: ``concurrency`` when given; otherwise the
+    slots of the embedded server the model talks to (one by default: it answers one
+    request at a time, and runs taking turns would each find another run's prompt in its
+    cache), or ``DEFAULT_CONCURRENCY`` for any other model."""
+    if concurrency is not None:
+        return concurrency
+    server = embedded_server(model)
+    return server.n_parallel if server is not None else DEFAULT_CONCURRENCY
+
+
 def make_plan(
     loops: str | Sequence[str] = "all",
     suites: str | Sequence[str] = "all",
     *,
     limit: int | None = None,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = DEFAULT_SEED,
 ) -> EvalPlan:
     """Validate the selection of an evaluation and generate its tasks.
@@ -285,14 +299,15 @@ async def aevaluate(
     suites: str | Sequence[str] = "all",
     *,
     limit: int | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     loop_options: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
     show_progress: bool = True,
 ) -> EvalReport:
     """Async form of :func:`evaluate` (same arguments, same result)."""
-    plan = make_plan(loops, suites, limit=limit, concurrency=concurrency, seed=seed)
+    at_once = runs_at_once(model, concurrency)
+    plan = make_plan(loops, suites, limit=limit, concurrency=at_once, seed=seed)
     options = {name: dict((loop_options or {}).get(name, {})) for name in plan.loops}
     tools = eval_tools()
     graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
@@ -320,7 +335,7 @@ def evaluate(
     suites: str | Sequence[str] = "all",
     *,
     limit: int | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     loop_options: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
@@ -333,7 +348,9 @@ def evaluate(
         loops: Loop names (a list, a comma-separated string, or ``"all"``).
         suites: Suite names (a list, a comma-separated string, or ``"all"``).
         limit: Items per suite (the first ``limit`` of each); None: every item.
-        concurrency: Runs in flight at once (an ``asyncio.Semaphore`` around ``ainvoke``).
+        concurrency: Runs in flight at once (an ``asyncio.Semaphore`` around ``ainvoke``);
+            None: one per slot of the embedded server the model talks to (one, unless
+            the server was made with more), otherwise 4 (see ``runs_at_once``).
         loop_options: Keyword options per loop name, e.g. ``{"react": {"max_iterations": 5}}``.
         seed: Seed of the suites.
         console: Where the progress bar is drawn.

@@ -92,7 +92,7 @@ def build_cot(
 
         check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence()),
+            **start_run(dict(state), new_fence(state.get("messages") or ())),
             "tool_mode": "none",
             "samples": [],
             "answers": [],

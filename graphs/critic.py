@@ -173,7 +173,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence()),
+            **start_run(dict(state), new_fence(state.get("messages") or ())),
             "tool_mode": resolve_mode(run),
             "draft": "",
             "claims": [],

@@ -260,7 +260,7 @@ def build_plan_execute(
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         return {
-            **start_run(state, new_fence()),
+            **start_run(state, new_fence(state.get("messages") or ())),
             "request": question_text(state.get("messages", [])),
             "plan": [],
             "step_results": [],

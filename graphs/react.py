@@ -69,7 +69,7 @@ def build_react(
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         check_history(state.get("messages") or [])
         return {
-            **run_defaults(state, new_fence(), iterations=0),
+            **run_defaults(state, new_fence(state.get("messages") or ()), iterations=0),
             "tool_mode": resolve_mode(settings.for_run(runtime)),
         }
 

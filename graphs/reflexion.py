@@ -260,7 +260,7 @@ def build_reflexion(
         run = settings.for_run(runtime)
         messages = state.get("messages", [])
         return {
-            **start_run(state, new_fence()),
+            **start_run(state, new_fence(state.get("messages") or ())),
             "request": question_text(messages),
             "episode": 0,
             "reflections": [],

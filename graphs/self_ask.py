@@ -206,7 +206,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence(), iterations=0),
+            **start_run(dict(state), new_fence(state.get("messages") or ()), iterations=0),
             "tool_mode": resolve_mode(run),
             "follow_ups": [],
             "pending": [],

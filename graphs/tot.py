@@ -22,6 +22,7 @@ from typing_extensions import TypedDict, Unpack
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
+from loopgraphs.models import is_embedded_model
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.errors import all_failed, failed_requests
@@ -38,6 +39,9 @@ GENERATIONS = ("propose", "sample")
 # Graph steps that must still follow a node (see ``steps_left``).
 LEVEL_STEPS = 3  # expand, score_branches, then final_answer
 ANSWER_STEPS = 1  # final_answer
+# Reply cap per proposed thought on the embedded small model, which otherwise writes on
+# to its token cap after the last step asked for (512 tokens for three short steps).
+THOUGHT_TOKENS = 32
 StopReason = Literal["", "answer", "max_depth", "dead_end", "step_limit"]
 
 
@@ -124,7 +128,7 @@ def build_tot(
 
         check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
-            **start_run(state, new_fence()),
+            **start_run(state, new_fence(state.get("messages") or ())),
             "tool_mode": "none",
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
@@ -148,9 +152,13 @@ def build_tot(
         form = Form(prompts.TOT_SYSTEM)
         path = list(state["thoughts"])
         shown = render_path(path)
+        small = is_embedded_model(run.chat_model)
         if generation == "propose":
             text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
-            reply, update = yield from call_model(ask.call([HumanMessage(text)], form))
+            capped = {"max_tokens": n_branches * THOUGHT_TOKENS} if small else None
+            reply, update = yield from call_model(
+                ask.call([HumanMessage(text)], form, model_settings=capped)
+            )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
             cut = cut_short(reply)
         else:
@@ -162,8 +170,9 @@ def build_tot(
                 )
                 for k in range(1, n_branches + 1)
             ]
+            capped = {"max_tokens": THOUGHT_TOKENS} if small else None
             outcomes = yield from in_parallel(
-                [call_model(ask.call([request], form)) for request in requests]
+                [call_model(ask.call([r], form, model_settings=capped)) for r in requests]
             )
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Sequence
+from functools import cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
+from pydantic.json_schema import JsonDict
 
 from loopgraphs import prompts
 from loopgraphs.nodes.errors import all_failed, failed_requests
@@ -40,18 +42,48 @@ from loopgraphs.nodes.runner import ModelBatch
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import add_usage, empty_usage
 
+REASON_CHARS = 200  # a one-sentence reason; a longer one is not read anyway
+
 
 class Score(BaseModel):
     """How promising one reasoning step is."""
 
     score: int = Field(ge=MIN_SCORE, le=MAX_SCORE, description="0 (useless) to 10 (solves it)")
-    reason: str = Field(default="", description="one sentence explaining the score")
+    reason: str = Field(
+        default="",
+        description="one sentence explaining the score",
+        json_schema_extra={"maxLength": REASON_CHARS},
+    )
 
 
 class Scores(BaseModel):
     """Scores of several candidate lines of reasoning, in candidate order."""
 
     scores: list[int] = Field(description="one integer from 0 to 10 per candidate, in order")
+
+
+@cache
+def scores_for(count: int) -> type[Scores]:
+    """``Scores`` whose JSON schema holds exactly ``count`` integers from 0 to 10.
+
+    A schema-constrained decoder (llama.cpp's grammar) then stops after the last score; an
+    open list let a small model count on to its token cap. Validation stays as lenient as
+    ``Scores``': a reply of another length or out of range is fitted and clamped.
+    """
+    bounds: JsonDict = {
+        "items": {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE},
+        "minItems": count,
+        "maxItems": count,
+    }
+    return create_model(
+        "Scores",
+        __base__=Scores,
+        __doc__=Scores.__doc__,
+        scores=(
+            list[int],
+            Field(description=Scores.model_fields["scores"].description, json_schema_extra=bounds),
+        ),
+    )
 
 
 def render_path(thoughts: Sequence[str], indent: str = "") -> str:
@@ -148,7 +180,7 @@ def score_all(
     result = yield from structured_call(
         model,
         [HumanMessage(text)],
-        Scores,
+        scores_for(count),
         with_system=True,
         regex_fallback=lambda reply: parse_scores(reply, count),
         max_calls=max_calls,

@@ -7,7 +7,7 @@ each call (``wrap_tool_call`` / ``awrap_tool_call``) to add what the loops promi
 
 - every failure (unknown tool, invalid arguments, exception, timeout) becomes an error
   ``ToolMessage`` the model reads;
-- output is truncated and fenced between per-run random markers (untrusted data);
+- output is truncated and fenced between per-run markers (untrusted data);
 - a call identical to an earlier successful call of the run is answered from history
   (the loop-break; failed calls run again; ``loop_break=False`` turns it off);
 - a per-run tool-call budget: calls past it are answered, never run;
@@ -25,10 +25,10 @@ import asyncio
 import atexit
 import contextvars
 import dataclasses
+import hashlib
 import json
 import os
 import re
-import secrets
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,9 +56,30 @@ TOOL_THREADS = 32
 _timeout_pool: ThreadPoolExecutor | None = None
 
 
-def new_fence() -> str:
-    """A random marker for one run's tool output fences."""
-    return secrets.token_hex(6)
+def new_fence(messages: Sequence[Any] = ()) -> str:
+    """The marker of one run's tool output fences: 12 hex digits of a hash of the
+    conversation the run starts from.
+
+    The same input gives the same marker, so the same prompts (a random one made every
+    prompt of a run differ from the last run's, and a model at temperature 0 answer the
+    same question differently). It need not be secret: ``fence_output`` removes every
+    copy of it from the output it fences, so tool output cannot forge an end marker even
+    when it knows the marker.
+
+    Args:
+        messages: The run's messages when it starts (their type, content and tool calls
+            count; their ids, which LangGraph draws at random, do not).
+    """
+    digest = hashlib.sha256()
+    for message in messages:
+        seen = (
+            getattr(message, "type", type(message).__name__),
+            getattr(message, "content", message),
+            getattr(message, "tool_calls", None),
+        )
+        digest.update(repr(seen).encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:12]
 
 
 def fence_output(text: str, fence: str, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:

@@ -228,6 +228,7 @@ class Asker:
         tool_choice: Any = None,
         response_format: Any = None,
         with_system: bool = True,
+        model_settings: Mapping[str, Any] | None = None,
     ) -> ModelCall:
         """A call of the model with ``messages``, sent the way ``form`` says.
 
@@ -240,6 +241,8 @@ class Asker:
             response_format: ``ToolStrategy`` or ``ProviderStrategy`` for a
                 structured-output level.
             with_system: Whether the caller's system message goes first.
+            model_settings: Keyword arguments bound to the model for this call (for
+                example ``max_tokens``).
         """
         request: ModelRequest[Any] = ModelRequest(
             model=self.model,
@@ -248,6 +251,7 @@ class Asker:
             tool_choice=tool_choice,
             tools=list(tools),
             response_format=response_format,
+            model_settings=dict(model_settings or {}),
             state=self.state,  # type: ignore[arg-type]
             runtime=self.runtime,
         )

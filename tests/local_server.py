@@ -33,14 +33,15 @@ def _missing(reason: str) -> NoReturn:
 
 @pytest.fixture(scope="session")
 def local_server() -> Iterator[LocalServer]:
-    """One embedded llama.cpp server with the bundled SmolLM2 and 4 slots, for the session."""
+    """One embedded llama.cpp server with the bundled SmolLM2 as ``load_model("local")``
+    starts it (one slot, so replies depend on their request alone), for the session."""
     if importlib.util.find_spec("xllamacpp") is None:
         _missing('xllamacpp is not installed: pip install "loopgraphs[local]"')
     try:
         gguf = find_default_gguf(fetch=False)
     except FileNotFoundError as error:
         _missing(str(error))
-    server = LocalServer(gguf, n_parallel=4).start()
+    server = LocalServer(gguf).start()
     yield server
     server.stop()
 

@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from argparse import Namespace
+from types import SimpleNamespace
 from uuid import uuid4
 
 import pytest
@@ -22,10 +23,11 @@ from loopgraphs.eval import (
     evaluate,
     make_suite,
     normalise,
+    runner,
     score,
 )
 from loopgraphs.eval.report import CHART_NEEDS, RunResult
-from loopgraphs.eval.runner import ModelClock
+from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, ModelClock, runs_at_once
 from loopgraphs.graphs.registry import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
@@ -326,6 +328,20 @@ def test_concurrency_is_bounded():
     model = ScriptedChatModel(replies=["42"], repeat_last=True, delay=0.02)
     evaluate(model, ["react"], "arithmetic", limit=12, concurrency=3, show_progress=False)
     assert model.call_count == 12 and 2 <= model.max_concurrency <= 3
+
+
+def test_default_concurrency_follows_the_server(monkeypatch):
+    model = ScriptedChatModel(replies=["42"], repeat_last=True, delay=0.02)
+    report = evaluate(model, ["react"], "arithmetic", limit=8, show_progress=False)
+    assert report.meta["concurrency"] == DEFAULT_CONCURRENCY == 4
+    assert 2 <= model.max_concurrency <= DEFAULT_CONCURRENCY
+    # On the embedded server: one run per slot (one by default), so runs keep its cache.
+    model = ScriptedChatModel(replies=["42"], repeat_last=True, delay=0.02)
+    one_slot = SimpleNamespace(n_parallel=1)
+    monkeypatch.setattr(runner, "embedded_server", lambda m: one_slot if m is model else None)
+    report = evaluate(model, ["react"], "arithmetic", limit=8, show_progress=False)
+    assert report.meta["concurrency"] == 1 and model.max_concurrency == 1
+    assert runs_at_once(model, 3) == 3
 
 
 def test_bad_arguments_are_refused():

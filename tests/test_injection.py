@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from loopgraphs import create_react_graph, prompts
 from loopgraphs.nodes.call_tool import fence_output, new_fence
@@ -65,7 +65,7 @@ def test_corpus_is_large_and_distinct() -> None:
 
 @pytest.mark.parametrize("payload", INJECTIONS, ids=IDS)
 def test_fence_holds_for_each_injection(payload: str) -> None:
-    fence = new_fence()
+    fence = new_fence([HumanMessage("fetch it")])
     # The attacker is even given the run's real id.
     text = payload.replace("{FENCE}", fence)
     inside = assert_fence_holds(fence_output(text, fence), fence)
@@ -74,7 +74,7 @@ def test_fence_holds_for_each_injection(payload: str) -> None:
 
 
 def test_fence_holds_when_truncation_cuts_the_output() -> None:
-    fence = new_fence()
+    fence = new_fence([HumanMessage("fetch it")])
     _, closing = markers(fence)
     text = "x" * 150 + closing + "y" * 1000 + closing
     block = fence_output(text, fence, limit=100)
@@ -84,10 +84,19 @@ def test_fence_holds_when_truncation_cuts_the_output() -> None:
     assert f"[... truncated {total - 100} of {total} characters]" in inside
 
 
-def test_fence_ids_are_random_per_run() -> None:
-    fences = {new_fence() for _ in range(1000)}
+def test_fence_ids_follow_the_input_of_the_run() -> None:
+    conversations = [[HumanMessage(f"question {i}")] for i in range(1000)]
+    fences = {new_fence(messages) for messages in conversations}
     assert len(fences) == 1000
     assert all(re.fullmatch(r"[0-9a-f]{12}", fence) for fence in fences)
+    # The same input (whatever ids LangGraph gave its messages) gives the same prompts.
+    asked = [HumanMessage("2*3?", id="a"), AIMessage("6", id="b"), HumanMessage("4*5?", id="c")]
+    again = [m.model_copy(update={"id": f"other-{i}"}) for i, m in enumerate(asked)]
+    assert new_fence(asked) == new_fence(again)
+    assert new_fence(asked) != new_fence(asked[:1])
+    called = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}])
+    other_call = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 2}, "id": "1"}])
+    assert new_fence([*asked, called]) != new_fence([*asked, other_call])
 
 
 def fetch_tool(payload: str):
@@ -132,7 +141,9 @@ def test_injections_stay_fenced_in_react_runs(mode: str) -> None:
         inside = assert_fence_holds(observation_text(mode, model), fence)
         assert payload in inside  # the payload (with a guessed id) is shown as data
         fences.append(fence)
-    assert len(set(fences)) == len(fences), "two runs shared a fence id"
+    # Every run had the same input, so the same marker: the fence holds by removing any
+    # copy of the marker from the output, not by keeping it secret.
+    assert len(set(fences)) == 1
 
 
 def test_two_runs_of_one_graph_use_different_ids() -> None:

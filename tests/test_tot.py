@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from langchain.agents.middleware import wrap_model_call
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs.graphs.tot import call_budget, create_tot_graph
-from loopgraphs.graphs.tot_scoring import score_all
+from loopgraphs.graphs import tot as tot_module
+from loopgraphs.graphs.tot import THOUGHT_TOKENS, call_budget, create_tot_graph
+from loopgraphs.graphs.tot_scoring import score_all, scores_for
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import parse_score, parse_scores, parse_thoughts
 from tests.fakes import ProviderError, ScriptedChatModel
@@ -506,3 +508,47 @@ def test_score_all_pads_short_and_cuts_long_json():
     assert scores == [4]
     scores, _ = drive(score_all(model, "p", [["a"], ["b"]]), [AIMessage("no idea")])
     assert scores == [0, 0]
+
+
+def test_batched_scoring_asks_for_exactly_one_bounded_score_per_candidate():
+    formats: list = []
+
+    @wrap_model_call
+    def record(request, handler):
+        formats.append(request.response_format)
+        return handler(request)
+
+    model = scripted(brain(propose=lambda path: "1. a\n2. b\n3. c"))
+    create_tot_graph(model, max_depth=1, middleware=[record], retry_policy=FAST_RETRY).invoke(
+        {"messages": [("user", "Solve it.")]}
+    )
+    asked = [f.schema for f in formats if f is not None]
+    assert asked and all(schema.__name__ == "Scores" for schema in asked)
+    scores = asked[0].model_json_schema()["properties"]["scores"]
+    assert (scores["minItems"], scores["maxItems"]) == (3, 3)
+    assert (scores["items"]["minimum"], scores["items"]["maximum"]) == (0, 10)
+    # The bounds steer the decoder; a reply of another length is still read (fitted).
+    assert scores_for(3).model_validate({"scores": [1, 2]}).scores == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "generation, cap", [("propose", 3 * THOUGHT_TOKENS), ("sample", THOUGHT_TOKENS)]
+)
+@pytest.mark.parametrize("embedded", [True, False])
+def test_thoughts_are_capped_on_the_embedded_model_only(monkeypatch, generation, cap, embedded):
+    monkeypatch.setattr(tot_module, "is_embedded_model", lambda model: embedded)
+    settings: list[dict] = []
+
+    @wrap_model_call
+    def record(request, handler):
+        settings.append(dict(request.model_settings))
+        return handler(request)
+
+    model = scripted(brain())
+    graph = create_tot_graph(
+        model, generation=generation, max_depth=1, middleware=[record], retry_policy=FAST_RETRY
+    )
+    graph.invoke({"messages": [("user", "Solve it.")]})
+    expanding = settings[: 1 if generation == "propose" else 3]
+    assert expanding == [{"max_tokens": cap} if embedded else {}] * len(expanding)
+    assert {"max_tokens": cap} not in settings[len(expanding) :]  # scoring and answer: not capped

@@ -36,7 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.eval_local")
     parser.add_argument("--limit", type=int, default=8, help="items per suite")
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--concurrency", type=int, help="runs in flight (default: one per server slot)"
+    )
     parser.add_argument("--loops", default="all")
     parser.add_argument("--suite", default="all")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "eval")
@@ -52,9 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from loopgraphs.models import LocalServer, find_default_gguf, load_model, local_chat_model
 
     console = Console()
+    concurrency = args.concurrency
     if args.threads:
         server = LocalServer(find_default_gguf(), n_threads=args.threads).start()
         model = local_chat_model(server, max_tokens=args.max_tokens)
+        concurrency = concurrency or server.n_parallel
     else:
         model = load_model("local", max_tokens=args.max_tokens)
     report = evaluate(
@@ -62,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.loops,
         args.suite,
         limit=args.limit,
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         loop_options=SMALL_BUDGETS,
         console=console,
     )
