@@ -126,8 +126,9 @@ def test_model_gets_loopgraphs_system_prompt():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_output_is_fenced(mode):
-    """Tool text is fenced as untrusted data with a per-run marker (peers: the raw
-    output, e.g. test_tool_node's ``content == "1 - foo"``)."""
+    """Tool text is fenced as untrusted data with a per-run marker, which follows the
+    run's input (the same input, the same prompts) (peers: the raw output, e.g.
+    test_tool_node's ``content == "1 - foo"``)."""
 
     def script():
         return model_for(
@@ -147,8 +148,11 @@ def test_tool_output_is_fenced(mode):
     assert [m.group(2) for m in matches] == ["value of a", "value of b"]
     assert len({m.group(1) for m in matches}) == 1, "one marker per run"
     graph = create_react_graph(script(), [lookup], tool_mode=mode)
-    second_run = graph.invoke({"messages": [("user", "go")]})
-    assert fences_in(message_text(tool_messages(second_run)[0])) != {matches[0].group(1)}
+    same_input = graph.invoke({"messages": [("user", "go")]})
+    assert fences_in(message_text(tool_messages(same_input)[0])) == {matches[0].group(1)}
+    graph = create_react_graph(script(), [lookup], tool_mode=mode)
+    other_input = graph.invoke({"messages": [("user", "go on")]})
+    assert fences_in(message_text(tool_messages(other_input)[0])) != {matches[0].group(1)}
 
 
 @pytest.mark.parametrize("mode", MODES)
