@@ -7,7 +7,8 @@ concurrently (tool calls, branches, claims) add up instead of overwriting each o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -206,11 +207,37 @@ def add_totals(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, An
     return update
 
 
-def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:
+def new_fence(messages: Sequence[Any] = ()) -> str:
+    """The marker of one run's tool output fences: 12 hex digits of a hash of the
+    conversation the run starts from.
+
+    The same input gives the same marker and so the same prompts: a random marker made
+    every prompt of a run differ from the last run's, and a model at temperature 0 answer
+    the same question differently. It need not be secret: ``fence_output`` removes every
+    copy of it from the output it fences, so tool output cannot forge an end marker even
+    when it knows the marker.
+
+    Args:
+        messages: The run's messages when it starts (their type, content and tool calls
+            count; their ids, which LangGraph draws at random, do not).
+    """
+    digest = hashlib.sha256()
+    for message in messages:
+        seen = (
+            getattr(message, "type", type(message).__name__),
+            getattr(message, "content", message),
+            getattr(message, "tool_calls", None),
+        )
+        digest.update(repr(seen).encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:12]
+
+
+def run_defaults(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
     """The values every loop starts a run with: counters at zero, status "running" (or
-    "error" when the input has no messages), no answer yet, and a new ``scratch`` with a
-    new fence marker, the transcript starting after the input, and the loop's own
-    starting ``scratch`` values."""
+    "error" when the input has no messages), no answer yet, and a new ``scratch`` with
+    the fence marker of the input (see ``new_fence``), the transcript starting after the
+    input, and the loop's own starting ``scratch`` values."""
     messages = state.get("messages") or []
     update: dict[str, Any] = {
         "llm_calls": 0,
@@ -220,7 +247,7 @@ def run_defaults(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[s
         "answer": "",
         "error": "",
         "scratch": {
-            "fence": fence,
+            "fence": new_fence(messages),
             "transcript_start": len(messages),
             "seen": messages[-1].id if messages else "",
             **scratch,
@@ -275,11 +302,11 @@ def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> di
     return merged
 
 
-def start_run(state: Mapping[str, Any], fence: str, **scratch: Any) -> dict[str, Any]:
+def start_run(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
     """Update for a loop's first node: reset per-run counters (``None``, see ``add_count``)
     and the scratch (with the loop's own starting ``scratch`` values) and check the input."""
     return {
-        **run_defaults(state, fence, **scratch),
+        **run_defaults(state, **scratch),
         "llm_calls": None,
         "retries": None,
         "usage": None,

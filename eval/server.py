@@ -21,7 +21,7 @@ from langgraph_sdk.client import LangGraphClient
 from rich.console import Console
 
 from loopgraphs.eval.report import EvalReport
-from loopgraphs.eval.runner import EVAL_TOOLS, make_plan, run_plan
+from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, EVAL_TOOLS, make_plan, run_plan
 from loopgraphs.eval.suites import DEFAULT_SEED, Task
 from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.nodes.errors import describe_error
@@ -111,7 +111,7 @@ async def aevaluate_server(
     model: str | None = None,
     max_iterations: int | None = None,
     limit: int | None = None,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
     show_progress: bool = True,
@@ -162,7 +162,7 @@ def evaluate_server(
     model: str | None = None,
     max_iterations: int | None = None,
     limit: int | None = None,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
     show_progress: bool = True,

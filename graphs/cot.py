@@ -18,7 +18,6 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
-from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
@@ -92,7 +91,7 @@ def build_cot(
 
         check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence(state.get("messages") or ())),
+            **start_run(dict(state)),
             "tool_mode": "none",
             "samples": [],
             "answers": [],

@@ -24,7 +24,7 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
-from loopgraphs.nodes.call_tool import call_key, fence_output, new_fence, unfence
+from loopgraphs.nodes.call_tool import call_key, fence_output, unfence
 from loopgraphs.nodes.generate import (
     answer_message,
     asker,
@@ -173,7 +173,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence(state.get("messages") or ())),
+            **start_run(dict(state)),
             "tool_mode": resolve_mode(run),
             "draft": "",
             "claims": [],

@@ -32,7 +32,6 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
-from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import (
@@ -260,7 +259,7 @@ def build_plan_execute(
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         return {
-            **start_run(state, new_fence(state.get("messages") or ())),
+            **start_run(state),
             "request": question_text(state.get("messages", [])),
             "plan": [],
             "step_results": [],

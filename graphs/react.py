@@ -25,7 +25,6 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.answer_repair import last_result, restated_answer
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
-from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
@@ -69,7 +68,7 @@ def build_react(
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         check_history(state.get("messages") or [])
         return {
-            **run_defaults(state, new_fence(state.get("messages") or ()), iterations=0),
+            **run_defaults(state, iterations=0),
             "tool_mode": resolve_mode(settings.for_run(runtime)),
         }
 

@@ -34,7 +34,6 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
-from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_call import Asker, ModelCall, asking
 from loopgraphs.nodes.model_send import Form
@@ -260,7 +259,7 @@ def build_reflexion(
         run = settings.for_run(runtime)
         messages = state.get("messages", [])
         return {
-            **start_run(state, new_fence(state.get("messages") or ())),
+            **start_run(state),
             "request": question_text(messages),
             "episode": 0,
             "reflections": [],

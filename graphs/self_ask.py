@@ -45,7 +45,7 @@ from loopgraphs.graphs.self_ask_guided import (
 )
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
-from loopgraphs.nodes.call_tool import new_fence, unfence
+from loopgraphs.nodes.call_tool import unfence
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
     answer_message,
@@ -206,7 +206,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
-            **start_run(dict(state), new_fence(state.get("messages") or ()), iterations=0),
+            **start_run(dict(state), iterations=0),
             "tool_mode": resolve_mode(run),
             "follow_ups": [],
             "pending": [],

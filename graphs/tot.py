@@ -24,7 +24,6 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import is_embedded_model
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
-from loopgraphs.nodes.call_tool import new_fence
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_send import Form
@@ -128,7 +127,7 @@ def build_tot(
 
         check_history(state.get("messages") or [])  # before any model call
         update: dict[str, Any] = {
-            **start_run(state, new_fence(state.get("messages") or ())),
+            **start_run(state),
             "tool_mode": "none",
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],

@@ -25,7 +25,6 @@ import asyncio
 import atexit
 import contextvars
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -56,38 +55,12 @@ TOOL_THREADS = 32
 _timeout_pool: ThreadPoolExecutor | None = None
 
 
-def new_fence(messages: Sequence[Any] = ()) -> str:
-    """The marker of one run's tool output fences: 12 hex digits of a hash of the
-    conversation the run starts from.
-
-    The same input gives the same marker, so the same prompts (a random one made every
-    prompt of a run differ from the last run's, and a model at temperature 0 answer the
-    same question differently). It need not be secret: ``fence_output`` removes every
-    copy of it from the output it fences, so tool output cannot forge an end marker even
-    when it knows the marker.
-
-    Args:
-        messages: The run's messages when it starts (their type, content and tool calls
-            count; their ids, which LangGraph draws at random, do not).
-    """
-    digest = hashlib.sha256()
-    for message in messages:
-        seen = (
-            getattr(message, "type", type(message).__name__),
-            getattr(message, "content", message),
-            getattr(message, "tool_calls", None),
-        )
-        digest.update(repr(seen).encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:12]
-
-
 def fence_output(text: str, fence: str, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
     """Truncate tool output and wrap it between markers the output cannot forge.
 
     Args:
         text: Raw tool output.
-        fence: The run's random marker (see ``new_fence``).
+        fence: The run's marker (see ``loopgraphs.state.new_fence``).
         limit: Maximum characters of output kept.
 
     Returns:

@@ -16,8 +16,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from loopgraphs import create_react_graph, prompts
-from loopgraphs.nodes.call_tool import fence_output, new_fence
+from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.state import new_fence
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
 CORPUS = Path(__file__).parent / "data" / "injections.txt"

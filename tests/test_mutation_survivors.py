@@ -77,6 +77,7 @@ from loopgraphs.state import (
     add_usage,
     counted,
     empty_usage,
+    new_fence,
     opening_update,
     run_defaults,
     usage_of,
@@ -748,16 +749,21 @@ def test_add_totals_adds_each_reported_count_to_the_run() -> None:
 
 def test_a_run_starts_from_zero_with_a_new_scratch() -> None:
     question = HumanMessage("q", id="h1")
-    assert run_defaults({"messages": [question]}, "f00", iterations=0) == {
+    assert run_defaults({"messages": [question]}, iterations=0) == {
         "llm_calls": 0,
         "retries": 0,
         "usage": empty_usage(),
         "status": "running",
         "answer": "",
         "error": "",
-        "scratch": {"fence": "f00", "transcript_start": 1, "seen": "h1", "iterations": 0},
+        "scratch": {
+            "fence": new_fence([question]),
+            "transcript_start": 1,
+            "seen": "h1",
+            "iterations": 0,
+        },
     }
-    empty = run_defaults({"messages": []}, "f00")
+    empty = run_defaults({"messages": []})
     assert (empty["status"], empty["scratch"]["seen"], empty["scratch"]["transcript_start"]) == (
         "error",
         "",
@@ -766,11 +772,11 @@ def test_a_run_starts_from_zero_with_a_new_scratch() -> None:
     assert empty["error"] == (
         "the input has no messages: pass {'messages': [('user', 'your question')]}"
     )
-    assert run_defaults({}, "f00")["status"] == "error"
+    assert run_defaults({})["status"] == "error"
 
 
 def test_the_first_step_overwrites_the_counters_of_an_earlier_run() -> None:
-    defaults = run_defaults({"messages": [HumanMessage("q", id="h1")]}, "f00")
+    defaults = run_defaults({"messages": [HumanMessage("q", id="h1")]})
     update = {
         "llm_calls": 2,
         "usage": {"input_tokens": 3},
@@ -781,7 +787,7 @@ def test_the_first_step_overwrites_the_counters_of_an_earlier_run() -> None:
     assert merged["llm_calls"].value == 2 and merged["retries"].value == 0
     assert merged["usage"].value == {"input_tokens": 3, "output_tokens": 0, "cached_tokens": 0}
     assert merged["scratch"] == {
-        "fence": "f00",
+        "fence": new_fence([HumanMessage("q")]),
         "transcript_start": 1,
         "seen": "h1",
         "iterations": 1,
