@@ -125,6 +125,11 @@ SELECT_TOOLS = """Pick the tools needed for the user's request, at most {limit},
 
 User request: {request}"""
 
+NO_ANSWER = (
+    "Your reply held no answer. If a tool returned an error, call it again with corrected "
+    "input; otherwise reply with the final answer itself."
+)
+
 REQUIRE_TOOL = "Do not answer yet: first call one of the tools. Reply with a tool call only."
 
 # ---------------------------------------------------------------- Chain-of-Thought

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.nodes.answer_repair import last_result, restated_answer
+from loopgraphs.nodes.answer_repair import last_result, restated_answer, says_nothing
 from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
@@ -109,15 +109,19 @@ def build_react(
         update["scratch"] = {"iterations": iterations, "reformat": False}
         update["messages"] = [reading.message]
         if reading.outcome == "final" and cut_short(reading.message):
-            return {**update, **cut_reply(state, run, reading.message, iterations)}
+            return {**update, **unread_reply(state, run, reading.message, iterations)}
         if reading.outcome == "final":
+            fence = scratch.get("fence", "")
             answer = restated_answer(
                 reading.answer,
                 state["messages"],
                 scratch.get("transcript_start", 0),
-                scratch.get("fence", ""),
+                fence,
                 examples=example_answers(registry),
             )
+            if says_nothing(answer, fence):
+                unread = unread_reply(state, run, reading.message, iterations, prompts.NO_ANSWER)
+                return {**update, **unread}
             update["messages"] = [answer_message(reading.message, answer)]
             return {**update, "status": "completed", "answer": answer}
         if reading.outcome == "tools":
@@ -133,17 +137,22 @@ def build_react(
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
         if cut_short(reading.message):
-            return {**update, **cut_reply(state, run, reading.message, iterations)}
+            return {**update, **unread_reply(state, run, reading.message, iterations)}
         update["messages"] = [answer_message(reading.message, reading.answer)]
         return {**update, "status": "completed", "answer": reading.answer}
 
-    def cut_reply(
-        state: dict[str, Any], run: LoopSettings, reply: AIMessage, iterations: int
+    def unread_reply(
+        state: dict[str, Any],
+        run: LoopSettings,
+        reply: AIMessage,
+        iterations: int,
+        again: str = prompts.SHORT_ANSWER,
     ) -> dict[str, Any]:
-        """A reply cut at the token cap is not an answer: ask once for a short one while
-        turns are left; else end, not completed, with the last tool result (if any)."""
+        """A reply cut at the token cap, or a final answer that says nothing (see
+        ``says_nothing``), is not an answer: ask once more (``again``) while turns are
+        left; else end, not completed, with the last successful tool result (if any)."""
         if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
-            ask = loop_prompt(prompts.SHORT_ANSWER)
+            ask = loop_prompt(again)
             return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
         answer = last_result(state)
         return {

@@ -15,9 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from loopgraphs.nodes.call_tool import (
-    unfence,
-)
+from loopgraphs.nodes.call_tool import strip_fence, unfence
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.state import scratch_of
 
@@ -45,6 +43,27 @@ def _held(observed: str, call: ToolCall) -> str:
     return _squashed(observed)
 
 
+def failed(message: ToolMessage) -> bool:
+    """Whether a tool result reports a failure: an error ``ToolMessage``, or an ``Error:``
+    observation (how the bundled tools and the tool guard report a refused input)."""
+    if message.status == "error":
+        return True
+    return strip_fence(content_text(message.content)).startswith("Error:")
+
+
+def says_nothing(answer: str, fence: str) -> bool:
+    """Whether a final answer holds nothing a reader could use: empty, or only the run's
+    fence marker or the ``final_answer`` keyword."""
+    return not _said(answer, fence)
+
+
+def _said(answer: str, fence: str) -> str:
+    """What an answer says (squashed), without fence markers and the ``final_answer``
+    keyword."""
+    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    return _squashed(unmarked).removeprefix("finalanswer")
+
+
 def _last_call(
     messages: Sequence[AnyMessage], start: int
 ) -> tuple[ToolCall | None, ToolMessage | None]:
@@ -55,7 +74,7 @@ def _last_call(
     for message in messages[start:]:
         if isinstance(message, AIMessage):
             calls.update((call["id"] or "", call) for call in message.tool_calls)
-        elif isinstance(message, ToolMessage) and message.status != "error":
+        elif isinstance(message, ToolMessage) and not failed(message):
             call = calls.get(message.tool_call_id)
             if call is not None:
                 found = (call, message)
@@ -81,8 +100,7 @@ def restated_answer(
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
-    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
-    said = _squashed(unmarked).removeprefix("finalanswer")
+    said = _said(answer, fence)
     copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
     if not said or said == _squashed(observed) or said in asked or copied:
         return observed or answer
@@ -94,6 +112,6 @@ def last_result(state: Mapping[str, Any]) -> str:
     messages = state.get("messages") or []
     scratch = scratch_of(state)
     for message in reversed(messages[scratch.get("transcript_start") or 0 :]):
-        if isinstance(message, ToolMessage) and message.status != "error":
+        if isinstance(message, ToolMessage) and not failed(message):
             return unfence(content_text(message.content), scratch.get("fence", ""))
     return ""

@@ -197,7 +197,8 @@ SCENARIOS: dict[str, Callable[[str], Any]] = {
 RAISING = {"raises_transient", "raises_permanent"}
 
 # Statuses each loop ends a hostile scenario with, from its documented behaviour:
-# ReAct, CoT and Self-Ask take a reply without any action marker as the answer; CRITIC
+# ReAct, CoT and Self-Ask take a reply without any action marker as the answer (ReAct asks
+# once more after a reply with no text, then ends "max_iterations"); CRITIC
 # accepts a draft whose critique cannot be read, and ends "completed" when the rounds run
 # out after a revision; Plan-and-Execute records a step that hit its budget and goes on;
 # Reflexion never hears "SATISFACTORY" and ends at max_reflections; ToT completes when the
@@ -210,7 +211,7 @@ DONE, BUDGET, ERROR = {"completed"}, {"max_iterations"}, {"error"}
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "react": {
         "random_text": DONE,
-        "empty": DONE,
+        "empty": BUDGET,
         "huge": BUDGET,
         "never_finishes": BUDGET,
         "always_tools": BUDGET,

@@ -15,10 +15,11 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from loopgraphs import create_react_graph
+from loopgraphs import create_react_graph, prompts
 from loopgraphs.nodes import run_context as settings_module
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
+from loopgraphs.state import new_fence
 from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, MODES, act, final, model_for
 
@@ -507,6 +508,32 @@ def test_an_answer_restating_the_expression_or_the_result_is_the_tool_result(mod
     assert run("") == "323"
     assert run("It is 323.") == "It is 323."
     assert run("17") == "17"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_answer_saying_nothing_after_a_tool_error_is_asked_for_once_more(mode):
+    """A final answer that says nothing (here the run's fence marker) after the tool
+    refused its input is never the answer, nor is the refusal: the loop asks once more,
+    and a second such reply ends the run "max_iterations" with no answer."""
+
+    def calc(expression: str) -> str:
+        """Compute an arithmetic expression."""
+        return {"17 * 19": "323"}.get(expression, "Error: invalid syntax")
+
+    def run(*answers: str) -> tuple[dict, ScriptedChatModel]:
+        script = [act(mode, "calc", {"expression": ", 17 *"})]
+        script += [final(mode, answer) for answer in answers]
+        model, graph = build(mode, script, tools=[calc])
+        return graph.invoke({"messages": [("user", "17*19?")]}), model
+
+    marker = new_fence([HumanMessage("17*19?")])
+    out, model = run(marker, "323")
+    assert (out["status"], out["answer"]) == ("completed", "323")
+    assert out["llm_calls"] == model.call_count == 3
+    assert content_text(model.prompts[2][-1].content) == prompts.NO_ANSWER
+    out, model = run(marker, "")
+    assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["llm_calls"] == model.call_count == 3
 
 
 def test_forced_final_answer_offers_no_tool_and_falls_back_to_the_last_result():

@@ -82,6 +82,15 @@ def test_example_turns_in_json_mode_end_with_the_closest_example():
     assert [type(m) for m in turns[:4]] == [HumanMessage, AIMessage, HumanMessage, AIMessage]
 
 
+def test_a_question_ending_in_a_subtraction_gets_the_example_with_a_negative_result():
+    """The whole expression goes into one call and the answer keeps the result's sign:
+    SmolLM2 computed only the bracketed product, or dropped the minus sign, without it."""
+    turns = example_turns(registry(), "What is (93 + 27) * 28 - 957?", "json")
+    call = json.loads(content_text(turns[-3].content))
+    assert call == {"action": "calculator", "action_input": {"expression": "(9 + 6) * 5 - 80"}}
+    assert json.loads(content_text(turns[-1].content))["action_input"] == "-5"
+
+
 def test_example_turns_pick_search_for_a_question_about_names():
     turns = example_turns(
         registry(), "Where was the founder of Quillmark Instruments born?", "json"

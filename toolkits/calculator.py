@@ -361,6 +361,9 @@ calculator: BaseTool = StructuredTool.from_function(
         EXAMPLES_KEY: [
             ToolExample("What is 12 * 7 + 5?", {"expression": "12 * 7 + 5"}, "89", "89"),
             ToolExample("What is (12 + 3) * 7?", {"expression": "(12 + 3) * 7"}, "105", "105"),
+            ToolExample(
+                "What is (9 + 6) * 5 - 80?", {"expression": "(9 + 6) * 5 - 80"}, "-5", "-5"
+            ),
         ]
     },
 )
