@@ -41,6 +41,19 @@ ANSWER_STEPS = 1  # final_answer
 # Reply cap per proposed thought on the embedded small model, which otherwise writes on
 # to its token cap after the last step asked for (512 tokens for three short steps).
 THOUGHT_TOKENS = 32
+
+# A reply ends where its thoughts do: at a blank line (SmolLM2 wrote on after its list
+# with "Step 3: ..." and "The next step is ..." until the cap).
+THOUGHT_END = "\n\n"
+
+
+def proposal_settings(count: int) -> dict[str, Any]:
+    """Request settings of a proposal of ``count`` thoughts on the embedded small model:
+    ``THOUGHT_TOKENS`` per thought, and the reply ends where the list does (a blank line,
+    or the item after the last one asked for)."""
+    return {"max_tokens": count * THOUGHT_TOKENS, "stop": [THOUGHT_END, f"\n{count + 1}."]}
+
+
 StopReason = Literal["", "answer", "max_depth", "dead_end", "step_limit"]
 
 
@@ -154,7 +167,7 @@ def build_tot(
         small = is_embedded_model(run.chat_model)
         if generation == "propose":
             text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
-            capped = {"max_tokens": n_branches * THOUGHT_TOKENS} if small else None
+            capped = proposal_settings(n_branches) if small else None
             reply, update = yield from call_model(
                 ask.call([HumanMessage(text)], form, model_settings=capped)
             )
@@ -169,7 +182,7 @@ def build_tot(
                 )
                 for k in range(1, n_branches + 1)
             ]
-            capped = {"max_tokens": THOUGHT_TOKENS} if small else None
+            capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]} if small else None
             outcomes = yield from in_parallel(
                 [call_model(ask.call([r], form, model_settings=capped)) for r in requests]
             )

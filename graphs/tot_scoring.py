@@ -7,9 +7,12 @@ update that accounts for them:
 * ``score_all``: one structured call rating every candidate of a level (``Scores``).
 * ``score_each``: ``score_one`` for every candidate, the calls running concurrently.
 
-Scoring never crashes on a bad reply: a reply that cannot be read gives a score of 0.
-Only a provider failure (every scoring request rejected, or an exception) propagates,
-so the caller's ``guard`` can retry it or end the run with ``status="error"``.
+Every scoring request has the system text of the proposals (``prompts.TOT_SYSTEM``) and
+starts its prompt the same way, so a server's prompt cache reuses what the level's
+proposals already read. Scoring never crashes on a bad reply: a reply that cannot be
+read gives a score of 0. Only a provider failure (every scoring request rejected, or an
+exception) propagates, so the caller's ``guard`` can retry it or end the run with
+``status="error"``.
 ``in_parallel`` drives several model-calling logics at once (concurrent scoring, and the
 "sample" generation of thoughts).
 """
@@ -136,6 +139,7 @@ def score_one(
         model,
         [HumanMessage(text)],
         Score,
+        instructions=prompts.TOT_SYSTEM,
         with_system=True,
         regex_fallback=parse_score,
         max_calls=max_calls,
@@ -181,6 +185,7 @@ def score_all(
         model,
         [HumanMessage(text)],
         scores_for(count),
+        instructions=prompts.TOT_SYSTEM,
         with_system=True,
         regex_fallback=lambda reply: parse_scores(reply, count),
         max_calls=max_calls,

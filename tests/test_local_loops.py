@@ -21,13 +21,16 @@ SMALL_BUDGETS = {
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
-def test_loop_runs_on_the_local_model(local_model, name):
+def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, name):
+    """Each loop ends within its budget on the embedded model, taking the paths it takes
+    for ``load_model("local")`` (the session server is the embedded one)."""
     from langchain_core.messages import HumanMessage
 
-    from loopgraphs import prompts
+    from loopgraphs import models, prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
     from loopgraphs.nodes.tool_loop import check_history
 
+    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
     tools = [] if name in ("cot", "tot") else [calculator, make_search_tool()]
     options = dict(SMALL_BUDGETS[name])
     if tools:
@@ -67,8 +70,10 @@ def test_loop_runs_on_the_local_model(local_model, name):
         assert out["llm_calls"] in (1, 2)  # a cut sample is asked once more
     if name == "react":
         # Out of turns means all of them were used, and the last call asked for the answer.
-        # A reply cut twice also ends "max_iterations", with no final-answer request.
-        cut = [m for m in out["messages"] if m.content == prompts.SHORT_ANSWER]
+        # A reply cut twice, or twice saying nothing, also ends "max_iterations", with no
+        # final-answer request.
+        again = (prompts.SHORT_ANSWER, prompts.NO_ANSWER)
+        cut = [m for m in out["messages"] if m.content in again]
         ran_out = out["status"] == "max_iterations" and not cut
         assert len(forced) == int(ran_out) and (out["llm_calls"] == budget or not ran_out)
     if name == "self_ask" and out["status"] == "max_iterations":

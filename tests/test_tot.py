@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from langchain.agents.middleware import wrap_model_call
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from loopgraphs import prompts
 from loopgraphs.graphs import tot as tot_module
 from loopgraphs.graphs.tot import THOUGHT_TOKENS, call_budget, create_tot_graph
 from loopgraphs.graphs.tot_scoring import score_all, scores_for
@@ -532,10 +533,16 @@ def test_batched_scoring_asks_for_exactly_one_bounded_score_per_candidate():
 
 
 @pytest.mark.parametrize(
-    "generation, cap", [("propose", 3 * THOUGHT_TOKENS), ("sample", THOUGHT_TOKENS)]
+    "generation, cap",
+    [
+        ("propose", {"max_tokens": 3 * THOUGHT_TOKENS, "stop": ["\n\n", "\n4."]}),
+        ("sample", {"max_tokens": THOUGHT_TOKENS, "stop": ["\n\n"]}),
+    ],
 )
 @pytest.mark.parametrize("embedded", [True, False])
 def test_thoughts_are_capped_on_the_embedded_model_only(monkeypatch, generation, cap, embedded):
+    """On the embedded small model a reply of thoughts has a token cap per thought and
+    ends at a blank line (a proposal also at the item after the last one asked for)."""
     monkeypatch.setattr(tot_module, "is_embedded_model", lambda model: embedded)
     settings: list[dict] = []
 
@@ -550,5 +557,21 @@ def test_thoughts_are_capped_on_the_embedded_model_only(monkeypatch, generation,
     )
     graph.invoke({"messages": [("user", "Solve it.")]})
     expanding = settings[: 1 if generation == "propose" else 3]
-    assert expanding == [{"max_tokens": cap} if embedded else {}] * len(expanding)
-    assert {"max_tokens": cap} not in settings[len(expanding) :]  # scoring and answer: not capped
+    assert expanding == [cap if embedded else {}] * len(expanding)
+    assert cap not in settings[len(expanding) :]  # scoring and answer: not capped
+
+
+def test_scoring_reads_the_proposals_system_text_first():
+    """Scoring requests start like the proposals (the same system text, then the
+    problem), so a server's prompt cache reuses what the proposals read."""
+    model = scripted(brain(propose=lambda path: "1. a\n2. b\n3. c"))
+    create_tot_graph(model, max_depth=1, retry_policy=FAST_RETRY).invoke(
+        {"messages": [("user", "Solve it.")]}
+    )
+    proposal, scoring = model.prompts[0], model.prompts[1]
+    assert isinstance(scoring[0], SystemMessage) and scoring[0].content.startswith(
+        prompts.TOT_SYSTEM
+    )
+    assert proposal[0].content == prompts.TOT_SYSTEM
+    first_line = content_text(proposal[1].content).split("\n")[0]
+    assert content_text(scoring[1].content).startswith(first_line + "\n")
