@@ -53,6 +53,8 @@ from loopgraphs.state import LoopState, OutputState, conversation_of, request_of
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
+NO_ATTEMPT = "the attempt gave no answer"
+FEEDBACK_CHARS = 300  # a few sentences; a schema-constrained decoder stops there
 MAX_ATTEMPT_CHARS = 8000  # of an answer shown to the evaluator and the reflection
 # Graph steps that must still follow evaluate for another episode (see ``steps_left``).
 EPISODE_STEPS = 3  # reflect, generate, evaluate
@@ -81,7 +83,9 @@ class Evaluation(BaseModel):
         description="true when the answer fully and correctly answers the question"
     )
     feedback: str = Field(
-        default="", description="what is wrong or missing; empty when satisfactory"
+        default="",
+        description="what is wrong or missing; empty when satisfactory",
+        json_schema_extra={"maxLength": FEEDBACK_CHARS},
     )
 
 
@@ -295,14 +299,14 @@ def build_reflexion(
     def evaluate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
         answer = state.get("answer", "")
-        verdict, result = yield from evaluate_answer(
-            asker(run, state, runtime), request_of(state), answer, max_calls=EVALUATOR_CALLS
-        )
-        record = evaluation_record(verdict)
-        update: dict[str, Any] = {
-            **result.state_update(),
-            "evaluations": [*(state.get("evaluations") or []), record],
-        }
+        if answer.strip():
+            verdict, result = yield from evaluate_answer(
+                asker(run, state, runtime), request_of(state), answer, max_calls=EVALUATOR_CALLS
+            )
+            record, update = evaluation_record(verdict), result.state_update()
+        else:  # nothing to judge: not satisfactory, and no call spent on it
+            record, update = {"satisfactory": False, "feedback": NO_ATTEMPT}, {}
+        update["evaluations"] = [*(state.get("evaluations") or []), record]
         if record["satisfactory"]:
             update["status"] = "completed"
         elif state.get("episode", 0) >= max_reflections or not steps_left(state, EPISODE_STEPS):
@@ -355,7 +359,8 @@ def create_reflexion_graph(
     ``completed`` at the first satisfactory answer; after ``max_reflections`` episodes
     without one (or when the graph runs low on ``recursion_limit`` steps) it ends with
     ``status="max_iterations"`` and the last episode's answer. An evaluator that produces
-    no usable verdict counts as "not satisfactory".
+    no usable verdict counts as "not satisfactory"; an episode with no answer is not
+    satisfactory and is not sent to the evaluator.
 
     Args:
         model: A LangChain chat model, or a spec string for ``loopgraphs.models.load_model``.

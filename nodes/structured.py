@@ -32,7 +32,7 @@ from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.model_call import Asker, ModelCall, as_outcome, asking
 from loopgraphs.nodes.model_send import Form, Instructions
 from loopgraphs.nodes.parsing.json_text import extract_json
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.parsing.text import content_text, stopped_at_cap
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
 from loopgraphs.state import Usage, add_usage, empty_usage
 
@@ -127,6 +127,8 @@ def structured_call(
     Each attempt is one ``ModelCall`` (through the run's middleware): the native level
     carries ``response_format=ToolStrategy(schema)``, the json level
     ``ProviderStrategy(schema)``, the text level none (the schema is asked for in words).
+    A reply cut at the token cap is not read (a partial object, or a verdict read from
+    half a sentence, is no answer): the next attempt asks again.
 
     Args:
         model: The node's ``Asker`` (see ``loopgraphs.nodes.generate.asker``), or any
@@ -188,6 +190,8 @@ def structured_call(
             result.usage = add_usage(result.usage, outcome.usage)
             raw = outcome.reply
             result.replies.append(raw)
+            if stopped_at_cap(raw):
+                continue  # cut at the token cap: whatever it holds is partial, never read
             data = outcome.response.structured_response
             if level == "text" or data is None:
                 data = extract_json(content_text(raw.content))

@@ -5,8 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.messages import AIMessage
 
-from loopgraphs.graphs.reflexion import Evaluation, evaluate_answer, evaluation_record, reflect_on
+from loopgraphs.graphs.reflexion import (
+    FEEDBACK_CHARS,
+    Evaluation,
+    evaluate_answer,
+    evaluation_record,
+    reflect_on,
+)
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     normalise_reflection,
@@ -82,6 +89,29 @@ def test_garbage_evaluator_output_is_not_satisfactory():
     value, result = evaluate(model)
     assert value is None and result.calls == 2 == model.call_count
     assert evaluation_record(value) == {"satisfactory": False, "feedback": "evaluation failed"}
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_a_verdict_cut_at_the_token_cap_is_not_read(mode):
+    """A reply that stopped at the token cap is not read, even where a verdict can be
+    found in it: the evaluator is asked again, and two cut replies give no verdict."""
+    cut = AIMessage(
+        '{"satisfactory": true, "feedback": "44 * 85 = 44 * 85 = 44 * 85 = 4',
+        response_metadata={"finish_reason": "length"},
+    )
+    model = model_for(mode, [cut, json.dumps({"satisfactory": False, "feedback": "wrong"})])
+    value, result = evaluate(model)
+    assert (value.satisfactory, value.feedback) == (False, "wrong")
+    assert result.calls == 2 == model.call_count
+    value, result = evaluate(model_for(mode, [cut, cut]))
+    assert value is None and result.calls == 2
+
+
+def test_the_feedback_is_bounded_in_the_schema():
+    """A schema-constrained decoder ends the feedback within a few sentences (SmolLM2 wrote
+    on to its token cap inside an open string)."""
+    feedback = Evaluation.model_json_schema()["properties"]["feedback"]
+    assert feedback["maxLength"] == FEEDBACK_CHARS
 
 
 def test_schema_mismatch_in_provider_json_is_an_unusable_reply():

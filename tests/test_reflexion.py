@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from loopgraphs.graphs.reflexion import (
+    NO_ATTEMPT,
     call_budget,
     create_reflexion_graph,
     episode_update,
@@ -124,6 +125,25 @@ def test_max_reflections_exhausted_returns_last_answer(mode):
     assert out["llm_calls"] == 5 == model.call_count  # no reflection after the last episode
     assert out["reflections"] == ["be careful."]
     assert [e["satisfactory"] for e in out["evaluations"]] == [False, False]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_episode_without_an_answer_is_not_judged_and_never_completes(mode):
+    """An episode that ends with no answer (its ReAct run asked once more, then gave up)
+    is not satisfactory and costs no evaluator call; the next episode goes on."""
+    script = [
+        final(mode, ""),
+        final(mode, ""),
+        "Reflection: answer the question.",
+        final(mode, "Paris"),
+        verdict(mode, True),
+    ]
+    model, graph = build(mode, script, max_reflections=2)
+    out = graph.invoke({"messages": [("user", "Capital of France?")]})
+    assert out["evaluations"][0] == {"satisfactory": False, "feedback": NO_ATTEMPT}
+    assert (out["status"], out["answer"]) == ("completed", "Paris")
+    assert out["llm_calls"] == 5 == model.call_count
+    assert out["episode_answers"] == ["", "Paris"]
 
 
 def test_evaluator_reply_in_plain_text_from_a_native_model():

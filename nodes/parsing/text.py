@@ -89,15 +89,17 @@ def ends_in_repetition(text: str) -> bool:
     return False
 
 
-def cut_short(message: AnyMessage) -> bool:
-    """Whether a reply is cut: its provider says it stopped at the token cap
-    (``finish_reason="length"`` and the like), or its text ends in a run of repeats.
-    Such a reply is not an answer."""
+def stopped_at_cap(message: AnyMessage) -> bool:
+    """Whether the provider says a reply stopped at the token cap (``finish_reason=
+    "length"`` and the like)."""
     metadata = getattr(message, "response_metadata", None) or {}
-    reason = metadata.get("finish_reason") or metadata.get("stop_reason")
-    if reason in CUT_REASONS:
-        return True
-    return ends_in_repetition(content_text(message.content))
+    return (metadata.get("finish_reason") or metadata.get("stop_reason")) in CUT_REASONS
+
+
+def cut_short(message: AnyMessage) -> bool:
+    """Whether a reply is cut: it stopped at the token cap (``stopped_at_cap``), or its
+    text ends in a run of repeats. Such a reply is not an answer."""
+    return stopped_at_cap(message) or ends_in_repetition(content_text(message.content))
 
 
 def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
