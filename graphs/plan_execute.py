@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -24,7 +25,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
@@ -68,6 +71,7 @@ RESULT_CHARS = 2000  # most of one step result a prompt shows
 MIN_RESULT_CHARS = 100  # less of each result is not worth showing: the oldest are left out
 CHARS_PER_TOKEN = 3  # a cautious average: small models split numbers and names finely
 REPLY_TOKENS = 512  # room for the reply when the model does not say its cap
+STEP_CHARS = 300  # of one planned step, in the schema the model is asked to fill
 
 
 class _Steps(BaseModel):
@@ -100,6 +104,22 @@ class PlanUpdate(_Steps):
     """The steps still needed, in order; an empty list when the request is answered."""
 
     steps: list[str] = Field(description="the remaining steps in order; [] when nothing is left")
+
+
+@cache
+def bounded(schema: type[_Steps], most: int) -> type[_Steps]:
+    """``schema`` whose JSON schema holds at most ``most`` steps of at most ``STEP_CHARS``
+    characters each, so that a schema-constrained decoder (llama.cpp's grammar) ends the
+    list: SmolLM2 repeated its one step until the token cap in an open one. Validation is
+    as lenient as ``schema``'s (a longer list is cut by the loop)."""
+    field = schema.model_fields["steps"]
+    bounds: JsonDict = {"maxItems": most, "items": {"type": "string", "maxLength": STEP_CHARS}}
+    return create_model(
+        schema.__name__,
+        __base__=schema,
+        __doc__=schema.__doc__,
+        steps=(list[str], FieldInfo.merge_field_infos(field, json_schema_extra=bounds)),
+    )
 
 
 class PlanExecuteOutput(OutputState, total=False):
@@ -278,7 +298,7 @@ def build_plan_execute(
         result = yield from structured_call(
             asker(run, state, runtime),
             list(state["messages"]),
-            Plan,
+            bounded(Plan, high),
             instructions=instructions,
             tools=run.tools.tools,
             with_system=True,
@@ -349,7 +369,7 @@ def build_plan_execute(
         result = yield from structured_call(
             asker(run, state, runtime),
             prompt,
-            PlanUpdate,
+            bounded(PlanUpdate, max(room, 1)),
             instructions=prompts.REPLAN_SYSTEM.format(room=room),
             with_system=True,
             regex_fallback=update_from_text,

@@ -9,12 +9,14 @@ import random
 from pathlib import Path
 
 import pytest
+from langchain.agents.middleware import wrap_model_call
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from loopgraphs import prompts
 from loopgraphs.graphs.plan_execute import (
+    STEP_CHARS,
     Plan,
     PlanUpdate,
     call_budget,
@@ -638,6 +640,35 @@ def test_plan_schema_cleans_what_models_send():
     assert PlanUpdate.model_validate({"steps": []}).steps == []
     with pytest.raises(ValueError):
         PlanUpdate.model_validate({"unrelated": 1})
+
+
+def test_the_planner_is_asked_for_a_bounded_list_of_short_steps():
+    """The plan and replan schemas the model fills hold at most the steps the run allows,
+    each of at most ``STEP_CHARS`` characters (SmolLM2 repeated its one step to the token
+    cap in an open list); what the model sends is still read as leniently as before."""
+    formats: list = []
+
+    @wrap_model_call
+    def record(request, handler):
+        formats.append(request.response_format)
+        return handler(request)
+
+    # The first step gives no answer (twice), so it failed and the rest is replanned.
+    script = [structured("json", "Plan", {"steps": ["one", "two"]})]
+    script += [final("json", ""), final("json", ""), json.dumps({"steps": []}), "done"]
+    _, graph = build("json", script, max_steps=3, replan=True, middleware=[record])
+    graph.invoke({"messages": [("user", "q")]})
+    schemas = {f.schema.__name__: f.schema for f in formats if f is not None}
+    plan = schemas["Plan"].model_json_schema()["properties"]["steps"]
+    assert (plan["minItems"], plan["maxItems"], plan["items"]["maxLength"]) == (1, 3, STEP_CHARS)
+    update = schemas["PlanUpdate"].model_json_schema()["properties"]["steps"]
+    assert (update["maxItems"], update["items"]["maxLength"]) == (2, STEP_CHARS)
+    assert schemas["Plan"].model_validate({"plan": ["1. a", "2. b", "3. c", "4. d"]}).steps == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
 
 
 def test_graph_shape_snapshot():
