@@ -25,8 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
@@ -53,7 +52,7 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
-from loopgraphs.nodes.structured import structured_call
+from loopgraphs.nodes.structured import structured_call, with_bounds
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import LoopState, OutputState, request_of, start_run
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -109,17 +108,11 @@ class PlanUpdate(_Steps):
 @cache
 def bounded(schema: type[_Steps], most: int) -> type[_Steps]:
     """``schema`` whose JSON schema holds at most ``most`` steps of at most ``STEP_CHARS``
-    characters each, so that a schema-constrained decoder (llama.cpp's grammar) ends the
-    list: SmolLM2 repeated its one step until the token cap in an open one. Validation is
-    as lenient as ``schema``'s (a longer list is cut by the loop)."""
-    field = schema.model_fields["steps"]
+    characters each, so that a schema-constrained decoder ends the list: SmolLM2 repeated
+    its one step until the token cap in an open one (see ``with_bounds``; a longer list
+    is cut by the loop)."""
     bounds: JsonDict = {"maxItems": most, "items": {"type": "string", "maxLength": STEP_CHARS}}
-    return create_model(
-        schema.__name__,
-        __base__=schema,
-        __doc__=schema.__doc__,
-        steps=(list[str], FieldInfo.merge_field_infos(field, json_schema_extra=bounds)),
-    )
+    return with_bounds(schema, "steps", bounds)
 
 
 class PlanExecuteOutput(OutputState, total=False):

@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 from pydantic.json_schema import JsonDict
 
 from loopgraphs import prompts
@@ -42,7 +42,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_scores,
 )
 from loopgraphs.nodes.runner import ModelBatch
-from loopgraphs.nodes.structured import StructuredResult, structured_call
+from loopgraphs.nodes.structured import StructuredResult, structured_call, with_bounds
 from loopgraphs.state import add_usage, empty_usage
 
 REASON_CHARS = 200  # a one-sentence reason; a longer one is not read anyway
@@ -78,15 +78,7 @@ def scores_for(count: int) -> type[Scores]:
         "minItems": count,
         "maxItems": count,
     }
-    return create_model(
-        "Scores",
-        __base__=Scores,
-        __doc__=Scores.__doc__,
-        scores=(
-            list[int],
-            Field(description=Scores.model_fields["scores"].description, json_schema_extra=bounds),
-        ),
-    )
+    return with_bounds(Scores, "scores", bounds)
 
 
 def render_path(thoughts: Sequence[str], indent: str = "") -> str:

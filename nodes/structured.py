@@ -25,7 +25,9 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonDict
 
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
@@ -207,6 +209,25 @@ def structured_call(
         raise rejection
     result.calls += rejected
     return result
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def with_bounds(schema: type[ModelT], name: str, bounds: JsonDict) -> type[ModelT]:
+    """``schema`` (same name and docstring) whose field ``name`` carries ``bounds`` in its
+    JSON schema only (``maxItems``, an item's ``maxLength``, ...): a schema-constrained
+    decoder (llama.cpp's grammar) then ends the field where a small model would write on
+    to its token cap, while validation stays as lenient as ``schema``'s."""
+    field = schema.model_fields[name]
+    bounded = FieldInfo.merge_field_infos(field, json_schema_extra=bounds)
+    made: type[ModelT] = create_model(  # type: ignore[call-overload]
+        schema.__name__,
+        __base__=schema,
+        __doc__=schema.__doc__,
+        **{name: (field.annotation, bounded)},
+    )
+    return made
 
 
 _strategies: dict[tuple[str, int], tuple[Any, Any]] = {}
