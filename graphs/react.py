@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.nodes.answer_repair import last_result, restated_answer, says_nothing
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
+from loopgraphs.nodes.build import add_routed_step, compile_loop, new_graph, route, steps_left
 from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
@@ -243,24 +243,26 @@ def build_react(
         agent_hooks=agent_hooks,
     )
     policy = settings.retry_policy
-    add_step(builder, "select_tools", select_tools, policy, model_step=True)
-    add_step(
-        builder, "generate", generate, policy, begin=begin, model_step=True, settles_answer=True
-    )
-    builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_step(builder, "final_answer", final_answer, policy, model_step=True, settles_answer=True)
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
+    add_step(builder, "select_tools", select_tools, policy, model_step=True)
+    add_routed_step(
+        builder,
+        "generate",
+        generate,
+        policy,
+        route_generated,
+        ["select_tools", *review, "call_tool", "generate", "final_answer", *finish],
+        begin=begin,
+        model_step=True,
+        settles_answer=True,
+    )
+    builder.add_node("call_tool", ToolStep(settings).graph_node())
     # Each run starts in generate, which sets the run up in its first step (see
     # ``loopgraphs.nodes.runner.opening``): no router reads the state at the start.
     builder.add_edge(START, "generate")
+    add_step(builder, "final_answer", final_answer, policy, model_step=True, settles_answer=True)
     route(builder, "select_tools", lambda state: "generate", ["generate"])
-    route(
-        builder,
-        "generate",
-        route_generated,
-        ["select_tools", *review, "call_tool", "generate", "final_answer", *finish],
-    )
     builder.add_edge("call_tool", "generate")
     if review:
         builder.add_node("review", node_callable(review_node(settings), None, name="review"))

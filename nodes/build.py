@@ -215,6 +215,44 @@ def route(
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 
 
+def add_routed_step(
+    builder: StateGraph[Any, Any, Any, Any],
+    name: str,
+    logic: Any,
+    policy: Any,
+    router: Router,
+    targets: Sequence[str],
+    **step: Any,
+) -> None:
+    """Add a step (see ``add_step``, which takes ``step``'s options) and its way out:
+    ``router`` names the next step among ``targets`` as ``route`` describes.
+
+    When no middleware has model hooks (so no hook node stands after the step or before
+    a target), the step's node runs the router itself on the state its writes leave and
+    returns the answer as a ``Command(goto=...)``, its ``targets`` declared for the drawn
+    graph. A conditional edge would instead have LangGraph copy every channel of the state
+    to read it again after each step, a cost that grows with the state's keys. Otherwise
+    the router is a conditional edge from the step's last hook node."""
+    wiring: Wiring | None = getattr(builder, "wiring", None)
+    if wiring is not None and (
+        wiring.middleware.with_hook("before_model") or wiring.middleware.with_hook("after_model")
+    ):
+        add_step(builder, name, logic, policy, **step)
+        route(builder, name, router, targets)
+        return
+    takes_runtime = router.__code__.co_argcount > 1
+
+    def next_step(state: dict[str, Any], runtime: Runtime[Any]) -> Any:
+        if state.get("status") == "error":
+            return wiring.entry(END) if wiring is not None else END
+        chosen = router(state, runtime) if takes_runtime else router(state)
+        return wiring.route_to(chosen) if wiring is not None else chosen
+
+    ends = [*targets, END]
+    destinations = [wiring.entry(t) for t in ends] if wiring is not None else ends
+    add_step(builder, name, logic, policy, next_step=next_step, destinations=destinations, **step)
+
+
 def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
     """A router whose answers lead through the middleware's hook nodes (see
     ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""

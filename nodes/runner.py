@@ -14,12 +14,13 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 
@@ -27,7 +28,9 @@ from langchain_core.runnables.config import get_executor_for_config, var_child_r
 # and runtime passed by parameter name. No public class does all of this (RunnableLambda
 # traces each call as a child run), so loopgraphs imports it here and nowhere else.
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.channels.base import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
@@ -180,13 +183,15 @@ async def run_async(
             commands.extend(_commands_of(result))
 
 
-def _commands_of(result: Any) -> list[Command[Any]]:
+def _commands_of(result: Any) -> Sequence[Command[Any]]:
     """The commands a request's result carries (a model call's, or a batch's)."""
-    results = result if isinstance(result, list) else [result]
-    return [command for item in results for command in getattr(item, "commands", None) or ()]
+    if not isinstance(result, list):
+        return getattr(result, "commands", None) or ()
+    return [command for item in result for command in getattr(item, "commands", None) or ()]
 
 
 Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
+NextStep = Callable[[dict[str, Any], Runtime[Any]], Any]
 
 
 @contextlib.contextmanager
@@ -242,6 +247,8 @@ def as_node(
     begin: Begin | None = None,
     totals: bool = False,
     subgraph: Runnable[Any, Any] | None = None,
+    next_step: NextStep | None = None,
+    channels: Mapping[str, BaseChannel] | None = None,
 ) -> RunnableCallable:
     """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
@@ -253,7 +260,9 @@ def as_node(
     calls and tokens it spent; with ``totals`` the node writes them as the run's new
     totals (see ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the
     logic runs (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it
-    inside the node.
+    inside the node. With ``next_step`` the node picks the step that follows it: it reads
+    the state as its own writes leave it (through the graph's ``channels``) and returns
+    the answer as a ``Command(goto=...)`` (see ``loopgraphs.nodes.build.add_routed_step``).
     """
     run = guard(logic, policy) if guarded else logic
     if begin is not None:
@@ -266,7 +275,7 @@ def as_node(
         assert subgraph is None or subgraph is not run
         commands: list[Command[Any]] = []
         update = run_sync(run(state, config, runtime), config, commands)
-        return written(state, update, commands)
+        return written(state, update, commands, runtime)
 
     async def async_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
@@ -275,13 +284,66 @@ def as_node(
         commands: list[Command[Any]] = []
         with config_set(config):
             update = await run_async(run(state, config, runtime), config, commands)
-        return written(state, update, commands)
+        return written(state, update, commands, runtime)
 
-    def written(state: dict[str, Any], update: Any, commands: list[Command[Any]]) -> Any:
+    def written(
+        state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: Runtime[Any]
+    ) -> Any:
         update = add_totals(state, update) if totals else update
+        if next_step is not None:
+            after = state_after(channels or {}, state, [update, *commands])
+            commands = [*commands, Command(goto=next_step(after, runtime))]
         return [update, *commands] if commands else update
 
     return RunnableCallable(sync_node, async_node, name=name, trace=False)
+
+
+def state_after(
+    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
+) -> dict[str, Any]:
+    """The state as a node's ``outputs`` (its update and commands) leave it, for the
+    node's router: each key written goes through its channel's reducer, as LangGraph will
+    apply it. Two writes skip the channel, with the same result: a key without a reducer
+    takes its last value, and messages that are all new follow the state's (see
+    ``_appended``)."""
+    written: dict[str, list[Any]] = {}
+    for output in outputs:
+        values = output.update if isinstance(output, Command) else output
+        pairs = values.items() if isinstance(values, Mapping) else values or ()
+        for key, value in pairs:
+            written.setdefault(key, []).append(value)
+    after = dict(state)
+    for key, values in written.items():
+        spec = channels.get(key)
+        if spec is None or isinstance(spec, LastValue):
+            after[key] = values[-1]
+            continue
+        appended = _appended(state.get(key), values) if key == "messages" else None
+        if appended is not None:
+            after[key] = appended
+            continue
+        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
+        channel.update(values)
+        after[key] = channel.get() if channel.is_available() else None
+    return after
+
+
+_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
+
+
+def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
+    """``current`` followed by the written messages, when each is a plain message whose
+    id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
+    the ids it gives messages without one (the same objects get them when LangGraph
+    applies the write). None for any other write (a removal, a replacement, a tuple or
+    dict to convert, a chunk): the reducer reads those."""
+    new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
+    if not all(type(m) in _PLAIN_MESSAGES for m in new):
+        return None
+    have = {m.id for m in current or ()}
+    if any(m.id is not None and m.id in have for m in new):
+        return None
+    return [*(current or ()), *new]
 
 
 def add_step(
@@ -294,15 +356,29 @@ def add_step(
     subgraph: Runnable[Any, Any] | None = None,
     model_step: bool = False,
     settles_answer: bool = False,
+    next_step: NextStep | None = None,
+    destinations: Sequence[str] = (),
 ) -> None:
     """Add generator logic as a guarded node retried by ``policy`` (and starting the run
     when it comes first, with ``begin``; drawn with the compiled ``subgraph`` it runs).
     Its counts are added up the graph's way: by the state's reducers, or as running
     totals when the counters have none. A ``model_step`` gets the middleware's
-    ``before_model``/``after_model`` hooks around it (see ``loopgraphs.nodes.hooks``)."""
+    ``before_model``/``after_model`` hooks around it (see ``loopgraphs.nodes.hooks``).
+    With ``next_step`` the node picks the step after it among ``destinations`` (see
+    ``as_node``)."""
     totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
-    node = as_node(name, logic, policy, begin=begin, totals=totals, subgraph=subgraph)
-    builder.add_node(name, node, retry_policy=policy)
+    node = as_node(
+        name,
+        logic,
+        policy,
+        begin=begin,
+        totals=totals,
+        subgraph=subgraph,
+        next_step=next_step,
+        channels=builder.channels,
+    )
+    ends = tuple(dict.fromkeys(destinations)) or None
+    builder.add_node(name, node, retry_policy=policy, destinations=ends)
     if model_step and hasattr(builder, "add_model_step"):
         builder.add_model_step(name, settles_answer=settles_answer)
 

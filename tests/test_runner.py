@@ -50,3 +50,69 @@ async def test_other_errors_still_raise_and_count_as_sent():
     with pytest.raises(KeyError) as caught:
         await call.ainvoke({})
     assert failed_calls(caught.value) == 1
+
+
+def react_channels():
+    """The channels of ReAct's state, as a routed step reads them."""
+    from loopgraphs.nodes.build import new_graph
+    from loopgraphs.nodes.settings import make_settings
+    from loopgraphs.state import ReActState, TotalsOutput
+    from tests.fakes import ScriptedChatModel
+
+    settings = make_settings("react", ScriptedChatModel(replies=["hi"]), None, {})
+    return new_graph(ReActState, TotalsOutput, {}, loop="react", settings=settings).channels
+
+
+def reduced(channels, state, key, writes):
+    """What LangGraph's own channel makes of ``writes`` to ``key``."""
+    channel = channels[key].from_checkpoint(state[key]) if key in state else channels[key].copy()
+    channel.update(writes)
+    return channel.get()
+
+
+def test_state_after_applies_each_write_as_the_reducers_do():
+    from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.types import Command
+
+    from loopgraphs.nodes.runner import state_after
+
+    channels = react_channels()
+    history = [
+        HumanMessage("q", id="h1"),
+        AIMessage("", id="a1", tool_calls=[{"name": "t", "args": {}, "id": "c1"}]),
+        ToolMessage("r", tool_call_id="c1", id="t1"),
+    ]
+    state = {"messages": history, "scratch": {"iterations": 1, "fence": "f"}, "status": "running"}
+    cases = [
+        [AIMessage("new", id="a2")],  # all new: appended
+        [AIMessage("no id")],  # new, without an id yet
+        [AIMessage("edited", id="a1")],  # replaces the stored reply in place
+        [RemoveMessage(id="t1")],
+        [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("summary", id="s")],
+        [("user", "a tuple to convert")],
+    ]
+    for writes in cases:
+        after = state_after(channels, state, [{"messages": writes}])
+        expected = reduced(channels, state, "messages", [list(writes)])
+        assert [(type(m), m.content) for m in after["messages"]] == [
+            (type(m), m.content) for m in expected
+        ]
+        assert [m.id for m in after["messages"] if m.id in {"h1", "a1", "t1", "a2", "s"}] == [
+            m.id for m in expected if m.id in {"h1", "a1", "t1", "a2", "s"}
+        ]
+    assert state["messages"] == history  # the node's input is left as it was
+
+    # A key without a reducer takes the last write; scratch merges (an update and a
+    # command of the same node); keys not written keep their value.
+    after = state_after(
+        channels,
+        state,
+        [
+            {"status": "completed", "scratch": {"iterations": 2}},
+            Command(update={"scratch": {"x": 1}}),
+        ],
+    )
+    assert after["status"] == "completed"
+    assert after["scratch"] == {"iterations": 2, "fence": "f", "x": 1}
+    assert after["messages"] is history
