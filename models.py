@@ -522,7 +522,7 @@ def embedded_server(model: object) -> LocalServer | None:
 def is_embedded_model(model: object) -> bool:
     """Whether a chat model talks to a llama.cpp server this process started (``"local"``
     or ``"gguf:<path>"``)."""
-    return embedded_server(model) is not None
+    return bool(_local_servers) and embedded_server(model) is not None
 
 
 def default_tool_choice(model: object) -> str | None:

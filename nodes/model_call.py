@@ -123,7 +123,13 @@ class ModelCall:
 
         def handler(request: ModelRequest[Any]) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            return read(_sent(spent, lambda: runnable.invoke(prompt)))
+            try:
+                output = runnable.invoke(prompt)
+            except Exception as exc:
+                output = _truncated_reply(exc, spent)
+            else:
+                _count(spent, output)
+            return read(output)
 
         try:
             if self.chain is None:
@@ -156,15 +162,6 @@ class ModelCall:
             mark_sent(exc, spent.calls)
             raise
         return Outcome(response, spent.calls, spent.usage, tuple(commands))
-
-
-def _sent(spent: Spent, call: Callable[[], Any]) -> Any:
-    try:
-        output = call()
-    except Exception as exc:
-        return _truncated_reply(exc, spent)
-    _count(spent, output)
-    return output
 
 
 def _count(spent: Spent, output: Any) -> None:

@@ -230,10 +230,12 @@ _registries: dict[tuple[int, ...], tuple[list[Any], ToolRegistry]] = {}
 
 
 def registry_of(tools: Sequence[Any]) -> ToolRegistry:
-    """The registry of a request's tools, made once per set of tool objects."""
-    key = tuple(id(tool) for tool in tools)
+    """The registry of a request's tools, made once per set of tool objects (keyed by
+    their ids: an entry holds its tools, so no other object takes their ids while it is
+    kept)."""
+    key = tuple(map(id, tools))
     cached = _registries.get(key)
-    if cached is None or any(a is not b for a, b in zip(cached[0], tools, strict=True)):
+    if cached is None:
         if len(_registries) >= 256:
             _registries.clear()
         cached = _registries[key] = (list(tools), ToolRegistry(tools))
@@ -248,13 +250,9 @@ def bound_model(
 ) -> Any:
     """``model.bind_tools(tools, tool_choice=choice, **settings)``, made once per model,
     set of tool objects and choice (the entry holds them, so their ids stay theirs)."""
-    key = (id(model), tuple(id(tool) for tool in tools), repr(choice), repr(settings or {}))
+    key = (id(model), tuple(map(id, tools)), repr(choice), repr(settings) if settings else "")
     cached = _bound.get(key)
-    if (
-        cached is None
-        or cached[0] is not model
-        or any(a is not b for a, b in zip(cached[1], tools, strict=True))
-    ):
+    if cached is None:
         if len(_bound) >= 256:
             _bound.clear()
         options = {"tool_choice": choice} if choice is not None else {}

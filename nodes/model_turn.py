@@ -58,9 +58,10 @@ def model_turn(
     auto = settings.tool_mode == "auto"
     thoughts = writes_thoughts(model)
     ask = asker(settings, state, runtime)
-    question = first_question(state, history)
 
     def call(mode: str, *, constrained: bool = True) -> ModelCall:
+        # Only json and text modes show a worked example, chosen for the first question.
+        question = first_question(state, history) if mode in ("json", "text") else ""
         form = mode_form(mode, thoughts=thoughts, question=question, constrained=constrained)
         tools: list[Any] = registry.tools if mode in ("native", "json", "text") else []
         if mode == "native":

@@ -77,7 +77,7 @@ class ToolStep:
 
     def node_for(self, run: LoopSettings) -> ToolNode:
         """The ``ToolNode`` for a run's tools (built once per set of tools)."""
-        key = tuple(id(tool) for tool in run.tools)
+        key = tuple(map(id, run.tools))
         if key not in self._nodes:
             self._nodes[key] = make_tool_node(self.guard_for(run))
         return self._nodes[key]
@@ -228,6 +228,13 @@ def _sync_function(tool: Any) -> bool:
     return runs_sync and getattr(tool, "coroutine", None) is None
 
 
+@lru_cache(maxsize=64)
+def _all_sync(registry: ToolRegistry) -> bool:
+    """Whether every tool of a tool set is a synchronous function (then so is any call's:
+    a call of an unknown tool runs nothing). A registry does not change."""
+    return all(_sync_function(tool) for tool in registry)
+
+
 def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.AbstractEventLoop | None:
     """This thread's event loop for a tool step under ``invoke`` whose tools are all
     synchronous functions, or None (a tool of the step has an async implementation, which
@@ -242,7 +249,9 @@ def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.Abstr
     """
     if run.middleware.tool_wrapper is not None:
         return None
-    if not all(_sync_function(run.tools.get(call["name"])) for call in calls_in(state)):
+    if not _all_sync(run.tools) and not all(
+        _sync_function(run.tools.get(call["name"])) for call in calls_in(state)
+    ):
         return None
     try:
         asyncio.get_running_loop()
