@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 
 from loopgraphs.graphs.registry import LOOPS
 from tests.benchmarks import run
@@ -23,7 +24,7 @@ def is_spread(value) -> bool:
 def test_quick_benchmarks_write_every_section(tmp_path):
     assert run.main(["--quick", "--no-local", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
-    assert {"meta", "overhead", "concurrency", "economy", "local"} <= set(data)
+    assert {"meta", "overhead", "concurrency", "economy", "local", "instructions"} <= set(data)
     assert data["meta"]["machine"]["cores"] >= 1 and data["local"] == {"skipped": "--no-local"}
 
     react = data["overhead"]["react_vs_alternatives"]
@@ -61,9 +62,20 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     assert seeds["tot sample/per_branch b=3 w=1 d=3"]["model_calls"] == 3 * 3 * 2 + 1
     assert seeds["tot propose/batched b=3 w=1 d=3"]["model_calls"] <= 2 * 3 + 1
 
+    counted = data["instructions"]
+    if shutil.which("valgrind"):
+        [row] = counted["rows"]
+        assert (row["tool_calls"], row["middleware"], row["mode"]) == (1, 0, "invoke")
+        assert all(is_spread(row["per_call"][name]) for name in ("loopgraphs", "create_agent"))
+        # Both run the same scripted model; the framework's part is not ten times either's.
+        assert 0.1 < row["ratio_vs_create_agent"] < 10
+    else:
+        assert "valgrind" in counted["skipped"]
+
     markdown = (tmp_path / "results.md").read_text()
     assert "scripted model" in markdown and f"{os.cpu_count()} cores" in markdown
     assert "| ReAct / create_agent, CPU µs per model call, N=1 (invoke) |" in markdown
+    assert "## 5. Instructions per model call" in markdown
 
 
 def test_reuse_counts_what_the_previous_call_left_in_the_cache():

@@ -90,6 +90,16 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
                 "-",
             ]
         )
+    for row in (results.get("instructions") or {}).get("rows", []):
+        rows.append(
+            [
+                f"ReAct / create_agent, instructions per model call (callgrind), "
+                f"N={row['tool_calls']}{with_middleware(row)} ({row['mode']})",
+                f"{row['ratio_vs_create_agent']:.3f}×",
+                "≤ 1.0×",
+                verdict(row["ratio_vs_create_agent"] <= 1.0),
+            ]
+        )
     local = results.get("local") or {}
     if "cached_share" in local:
         kinds = ", ".join(local.get("kinds_used", ["run"]))
@@ -337,4 +347,43 @@ def render(results: dict[str, Any]) -> str:
             ],
             rows,
         )
+    lines += instruction_lines(results.get("instructions"))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def instruction_lines(section: dict[str, Any] | None) -> list[str]:
+    """Section 5: instructions per model call under callgrind."""
+    lines = ["## 5. Instructions per model call (callgrind, scripted zero-latency model)", ""]
+    if not section:
+        return [*lines, "Not run.", ""]
+    if "skipped" in section:
+        return [*lines, f"Not run: {section['skipped']}.", ""]
+    first = section["rows"][0]
+    lines += [
+        "Section 1's conversation, each contender in a process of its own under callgrind: "
+        f"{first['batches']} batches of {first['runs_per_batch']} runs after a warm-up, "
+        "each batch counted on its own; median (min–max) of the batches, per model call.",
+        "",
+    ]
+    rows = [
+        [
+            str(row["tool_calls"]),
+            str(row["middleware"]),
+            row["mode"],
+            micro(row["per_call"]["loopgraphs"]),
+            micro(row["per_call"]["create_agent"]),
+            f"{row['ratio_vs_create_agent']:.3f}×",
+        ]
+        for row in section["rows"]
+    ]
+    return lines + table(
+        [
+            "N tools",
+            "middleware",
+            "mode",
+            "loopgraphs ReAct",
+            "create_agent",
+            "ReAct / create_agent (medians)",
+        ],
+        rows,
+    )

@@ -7,7 +7,9 @@
 2. wall time of concurrent work (Tree-of-Thoughts, CRITIC, parallel tool calls) against
    the sum of its latencies, with latency-injecting model and tools;
 3. model calls and tokens per loop against the loops' budgets and the seeds' formulas;
-4. prompt-cache reuse and time outside the model on the embedded llama.cpp server.
+4. prompt-cache reuse and time outside the model on the embedded llama.cpp server;
+5. ReAct's instructions per model call against ``create_agent``'s, counted by callgrind
+   (when valgrind is installed): a measure that a busy machine does not move.
 
 Every timing is repeated and reported as the median with its spread (min–max); every
 ratio pairs two figures measured side by side in the same repeat. ``--quick`` runs a
@@ -42,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--local-threads", type=int, help="llama.cpp threads (default: all cores)")
     parser.add_argument(
         "--only",
-        help="comma-separated sections to re-run (overhead, concurrency, economy, local); "
+        help="comma-separated sections to re-run (overhead, concurrency, economy, local, "
+        "instructions); "
         "the others are kept from the existing results.json in --out",
     )
     return parser
@@ -74,7 +77,7 @@ def log(text: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-SECTIONS = ("overhead", "concurrency", "economy", "local")
+SECTIONS = ("overhead", "concurrency", "economy", "local", "instructions")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,6 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except (ImportError, FileNotFoundError, RuntimeError) as error:
             results["local"] = {"skipped": f"{type(error).__name__}: {error}"}
+    if "instructions" in only:
+        log("5. instructions per model call (callgrind)")
+        from tests.benchmarks.instructions import instructions
+
+        results["instructions"] = (
+            instructions(tool_calls=1, batches=2, runs=2, modes=("invoke",), middleware=(0,))
+            if quick
+            else instructions()
+        )
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     stamp = results["meta"]["reruns"][-1] if "reruns" in results["meta"] else results["meta"]
     stamp["load_average_at_end"] = [round(x, 2) for x in load] if load else None
