@@ -17,13 +17,14 @@ from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, start_run

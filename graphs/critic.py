@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import call_key, fence_output, unfence
 from loopgraphs.nodes.generate import (
     answer_message,
@@ -37,6 +37,7 @@ from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text, cut_short
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

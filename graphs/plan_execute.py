@@ -33,7 +33,7 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import (
@@ -43,6 +43,7 @@ from loopgraphs.nodes.parsing.plans import (
     update_from_text,
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of, question_text
+from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,

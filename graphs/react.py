@@ -24,7 +24,7 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.nodes.answer_repair import last_result, restated_answer, says_nothing
-from loopgraphs.nodes.build import add_routed_step, compile_loop, new_graph, route, steps_left
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
@@ -34,6 +34,7 @@ from loopgraphs.nodes.parsing.text import (
     cut_short,
     final_answer_of,
 )
+from loopgraphs.nodes.routing import add_routed_step, route, steps_left
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,

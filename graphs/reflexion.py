@@ -33,12 +33,13 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_call import Asker, ModelCall, asking
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

@@ -44,7 +44,7 @@ from loopgraphs.graphs.self_ask_guided import (
     worked_example,
 )
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left, while_running
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import unfence
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
@@ -66,6 +66,7 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,

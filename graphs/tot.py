@@ -23,12 +23,13 @@ from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import is_embedded_model
-from loopgraphs.nodes.build import compile_loop, new_graph, route, steps_left
+from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.text import content_text, cut_short, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
+from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.state import LoopState, OutputState, add_usage, empty_usage, start_run

@@ -3,14 +3,14 @@
 ``new_graph`` makes a loop's ``StateGraph`` from its state and output schemas, merged with
 the caller's ``state_schema`` (extra keys flow in and out) and ``context_schema``.
 ``compile_loop`` adds the structured response when ``response_format`` is set and
-forwards ``checkpointer``, ``store`` and ``name`` to ``compile()``. ``route`` adds a
-conditional edge whose router first ends the run on an error.
+forwards ``checkpointer``, ``store`` and ``name`` to ``compile()``. How steps lead to the
+next is ``loopgraphs.nodes.routing``'s.
 """
 
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import typing_extensions
@@ -23,20 +23,18 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed.base import is_managed_value
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
-from langgraph.types import Send
 from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.nodes.generate import asker
-from loopgraphs.nodes.hooks import LoopGraph, Wiring, wire
+from loopgraphs.nodes.hooks import LoopGraph, wire
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import Logic, RunnableCallable, add_step
+from loopgraphs.nodes.routing import route
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.structured import schema_name, structured_call
 from loopgraphs.state import InputState, OutputState, StructuredOutput
-
-Router = Callable[..., str | list[Send]]
 
 
 def _fields(schema: type[Any] | None) -> dict[str, Any]:
@@ -183,101 +181,6 @@ def new_graph(
             agent_hooks=agent_hooks,
         )
     return builder
-
-
-def route(
-    builder: StateGraph[Any, Any, Any, Any],
-    source: str,
-    router: Router,
-    targets: Sequence[str],
-) -> None:
-    """Add a conditional edge from ``source``: the run ends when its status is "error",
-    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
-    returns ``Send`` packets for a fan-out into ``targets``.
-
-    The router runs as LangGraph's own callable without tracing, in the caller's thread
-    also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
-
-    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state, runtime)
-
-    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state)
-
-    # LangGraph has no runtime to give when it routes an update_state write, so a router
-    # that does not need one must not ask for it.
-    guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
-    wiring = getattr(builder, "wiring", None)
-    if wiring is not None:
-        guarded = _through_hooks(guarded, wiring, source)
-        targets = [*targets, *wiring.jump_targets(source).values()]
-    path = RunnableCallable(guarded, None, name=router.__name__, trace=False)
-    builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
-
-
-def add_routed_step(
-    builder: StateGraph[Any, Any, Any, Any],
-    name: str,
-    logic: Any,
-    policy: Any,
-    router: Router,
-    targets: Sequence[str],
-    **step: Any,
-) -> None:
-    """Add a step (see ``add_step``, which takes ``step``'s options) and its way out:
-    ``router`` names the next step among ``targets`` as ``route`` describes.
-
-    When no middleware has model hooks (so no hook node stands after the step or before
-    a target), the step's node runs the router itself on the state its writes leave and
-    returns the answer as a ``Command(goto=...)``, its ``targets`` declared for the drawn
-    graph. A conditional edge would instead have LangGraph copy every channel of the state
-    to read it again after each step, a cost that grows with the state's keys. Otherwise
-    the router is a conditional edge from the step's last hook node."""
-    wiring: Wiring | None = getattr(builder, "wiring", None)
-    if wiring is not None and (
-        wiring.middleware.with_hook("before_model") or wiring.middleware.with_hook("after_model")
-    ):
-        add_step(builder, name, logic, policy, **step)
-        route(builder, name, router, targets)
-        return
-    takes_runtime = router.__code__.co_argcount > 1
-
-    def next_step(state: dict[str, Any], runtime: Runtime[Any]) -> Any:
-        if state.get("status") == "error":
-            return wiring.entry(END) if wiring is not None else END
-        chosen = router(state, runtime) if takes_runtime else router(state)
-        return wiring.route_to(chosen) if wiring is not None else chosen
-
-    ends = [*targets, END]
-    destinations = [wiring.entry(t) for t in ends] if wiring is not None else ends
-    add_step(builder, name, logic, policy, next_step=next_step, destinations=destinations, **step)
-
-
-def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
-    """A router whose answers lead through the middleware's hook nodes (see
-    ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
-
-    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
-
-    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
-        return wiring.jumped(source, state) or wiring.route_to(router(state))
-
-    return with_runtime if router.__code__.co_argcount > 1 else without_runtime
-
-
-def while_running(target: str) -> Router:
-    """A router to ``target`` while the run's status is "running", and to the end after."""
-
-    def running(state: Mapping[str, Any]) -> str:
-        return target if state.get("status") == "running" else END
-
-    return running
-
-
-def steps_left(state: Mapping[str, Any], needed: int) -> bool:
-    """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
-    return int(state.get("remaining_steps", needed + 1)) > needed
 
 
 def _check_compile(options: Mapping[str, Any]) -> None:

@@ -14,13 +14,12 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 
@@ -28,9 +27,7 @@ from langchain_core.runnables.config import get_executor_for_config, var_child_r
 # and runtime passed by parameter name. No public class does all of this (RunnableLambda
 # traces each call as a child run), so loopgraphs imports it here and nowhere else.
 from langgraph._internal._runnable import RunnableCallable
-from langgraph.channels.base import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
-from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
@@ -191,7 +188,7 @@ def _commands_of(result: Any) -> Sequence[Command[Any]]:
 
 
 Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
-NextStep = Callable[[dict[str, Any], Runtime[Any]], Any]
+NextStep = Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any]
 
 
 @contextlib.contextmanager
@@ -248,7 +245,6 @@ def as_node(
     totals: bool = False,
     subgraph: Runnable[Any, Any] | None = None,
     next_step: NextStep | None = None,
-    channels: Mapping[str, BaseChannel] | None = None,
 ) -> RunnableCallable:
     """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
 
@@ -260,9 +256,10 @@ def as_node(
     calls and tokens it spent; with ``totals`` the node writes them as the run's new
     totals (see ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the
     logic runs (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it
-    inside the node. With ``next_step`` the node picks the step that follows it: it reads
-    the state as its own writes leave it (through the graph's ``channels``) and returns
-    the answer as a ``Command(goto=...)`` (see ``loopgraphs.nodes.build.add_routed_step``).
+    inside the node. With ``next_step`` the node picks the step that follows it:
+    ``next_step(state, outputs, runtime)`` reads the node's input and outputs (its update
+    and commands) and names the step, which the node returns as a ``Command(goto=...)``
+    (see ``loopgraphs.nodes.routing.add_routed_step``).
     """
     run = guard(logic, policy) if guarded else logic
     if begin is not None:
@@ -291,59 +288,11 @@ def as_node(
     ) -> Any:
         update = add_totals(state, update) if totals else update
         if next_step is not None:
-            after = state_after(channels or {}, state, [update, *commands])
-            commands = [*commands, Command(goto=next_step(after, runtime))]
+            goto = next_step(state, [update, *commands], runtime)
+            commands = [*commands, Command(goto=goto)]
         return [update, *commands] if commands else update
 
     return RunnableCallable(sync_node, async_node, name=name, trace=False)
-
-
-def state_after(
-    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
-) -> dict[str, Any]:
-    """The state as a node's ``outputs`` (its update and commands) leave it, for the
-    node's router: each key written goes through its channel's reducer, as LangGraph will
-    apply it. Two writes skip the channel, with the same result: a key without a reducer
-    takes its last value, and messages that are all new follow the state's (see
-    ``_appended``)."""
-    written: dict[str, list[Any]] = {}
-    for output in outputs:
-        values = output.update if isinstance(output, Command) else output
-        pairs = values.items() if isinstance(values, Mapping) else values or ()
-        for key, value in pairs:
-            written.setdefault(key, []).append(value)
-    after = dict(state)
-    for key, values in written.items():
-        spec = channels.get(key)
-        if spec is None or isinstance(spec, LastValue):
-            after[key] = values[-1]
-            continue
-        appended = _appended(state.get(key), values) if key == "messages" else None
-        if appended is not None:
-            after[key] = appended
-            continue
-        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
-        channel.update(values)
-        after[key] = channel.get() if channel.is_available() else None
-    return after
-
-
-_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
-
-
-def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
-    """``current`` followed by the written messages, when each is a plain message whose
-    id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
-    the ids it gives messages without one (the same objects get them when LangGraph
-    applies the write). None for any other write (a removal, a replacement, a tuple or
-    dict to convert, a chunk): the reducer reads those."""
-    new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
-    if not all(type(m) in _PLAIN_MESSAGES for m in new):
-        return None
-    have = {m.id for m in current or ()}
-    if any(m.id is not None and m.id in have for m in new):
-        return None
-    return [*(current or ()), *new]
 
 
 def add_step(
@@ -375,7 +324,6 @@ def add_step(
         totals=totals,
         subgraph=subgraph,
         next_step=next_step,
-        channels=builder.channels,
     )
     ends = tuple(dict.fromkeys(destinations)) or None
     builder.add_node(name, node, retry_policy=policy, destinations=ends)

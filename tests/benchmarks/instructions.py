@@ -46,13 +46,13 @@ def worker(contender: str, mode: str, n: int, middleware: int, batches: int, run
 
     model = scripted(tool_script(n))
     tool = lookup_tool()
-    extra = pass_through() if middleware else []
+    extra = {"middleware": pass_through()} if middleware else {}
     if contender == "loopgraphs":
         graph: Any = create_react_graph(
-            model, [tool], tool_mode="native", max_iterations=n + 2, middleware=extra
+            model, [tool], tool_mode="native", max_iterations=n + 2, **extra
         )
     else:
-        graph = create_agent(model, [tool], middleware=extra)
+        graph = create_agent(model, [tool], **extra)
     run, arun = graph_runners(graph)
     check_calls(run, n + 1, model)
 

@@ -1,0 +1,171 @@
+"""How a loop's steps lead to the next: routers, and steps that route themselves.
+
+``route`` adds a conditional edge whose router first ends the run on an error.
+``add_routed_step`` adds a step that runs its router itself, on the state as the step's
+own writes leave it (``state_after``), and returns the next step as a ``Command``: a
+conditional edge would have LangGraph copy every channel of the state after the step.
+Both lead through the middleware's hook nodes where there are some (see
+``loopgraphs.nodes.hooks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.channels.base import BaseChannel
+from langgraph.channels.last_value import LastValue
+from langgraph.graph import END, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command, RetryPolicy, Send
+
+from loopgraphs.nodes.hooks import Wiring
+from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step
+
+Router = Callable[..., str | list[Send]]
+
+
+def route(
+    builder: StateGraph[Any, Any, Any, Any],
+    source: str,
+    router: Router,
+    targets: Sequence[str],
+) -> None:
+    """Add a conditional edge from ``source``: the run ends when its status is "error",
+    otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
+    returns ``Send`` packets for a fan-out into ``targets``.
+
+    The router runs as LangGraph's own callable without tracing, in the caller's thread
+    also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
+
+    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        return END if state.get("status") == "error" else router(state, runtime)
+
+    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+        return END if state.get("status") == "error" else router(state)
+
+    # LangGraph has no runtime to give when it routes an update_state write, so a router
+    # that does not need one must not ask for it.
+    guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
+    wiring = getattr(builder, "wiring", None)
+    if wiring is not None:
+        guarded = _through_hooks(guarded, wiring, source)
+        targets = [*targets, *wiring.jump_targets(source).values()]
+    path = RunnableCallable(guarded, None, name=router.__name__, trace=False)
+    builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
+
+
+def add_routed_step(
+    builder: StateGraph[Any, Any, Any, Any],
+    name: str,
+    logic: LogicFactory,
+    policy: RetryPolicy | None,
+    router: Router,
+    targets: Sequence[str],
+    **step: Any,
+) -> None:
+    """Add a step (see ``add_step``, which takes ``step``'s options) and its way out:
+    ``router`` names the next step among ``targets`` as ``route`` describes.
+
+    When no middleware has model hooks (so no hook node stands after the step or before
+    a target), the step's node runs the router itself on the state its writes leave and
+    returns the answer as a ``Command(goto=...)``, its ``targets`` declared for the drawn
+    graph. A conditional edge would instead have LangGraph copy every channel of the state
+    to read it again after each step, a cost that grows with the state's keys. Otherwise
+    the router is a conditional edge from the step's last hook node."""
+    wiring: Wiring | None = getattr(builder, "wiring", None)
+    if wiring is not None and (
+        wiring.middleware.with_hook("before_model") or wiring.middleware.with_hook("after_model")
+    ):
+        add_step(builder, name, logic, policy, **step)
+        route(builder, name, router, targets)
+        return
+    takes_runtime = router.__code__.co_argcount > 1
+    channels = builder.channels
+
+    def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: Runtime[Any]) -> Any:
+        after = state_after(channels, state, outputs)
+        if after.get("status") == "error":
+            return wiring.entry(END) if wiring is not None else END
+        chosen = router(after, runtime) if takes_runtime else router(after)
+        return wiring.route_to(chosen) if wiring is not None else chosen
+
+    ends = [*targets, END]
+    destinations = [wiring.entry(t) for t in ends] if wiring is not None else ends
+    add_step(builder, name, logic, policy, next_step=next_step, destinations=destinations, **step)
+
+
+def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
+    """A router whose answers lead through the middleware's hook nodes (see
+    ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
+
+    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
+
+    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+        return wiring.jumped(source, state) or wiring.route_to(router(state))
+
+    return with_runtime if router.__code__.co_argcount > 1 else without_runtime
+
+
+def while_running(target: str) -> Router:
+    """A router to ``target`` while the run's status is "running", and to the end after."""
+
+    def running(state: Mapping[str, Any]) -> str:
+        return target if state.get("status") == "running" else END
+
+    return running
+
+
+def steps_left(state: Mapping[str, Any], needed: int) -> bool:
+    """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
+    return int(state.get("remaining_steps", needed + 1)) > needed
+
+
+def state_after(
+    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
+) -> dict[str, Any]:
+    """The state as a node's ``outputs`` (its update and commands) leave it, for the
+    node's router: each key written goes through its channel's reducer, as LangGraph will
+    apply it. Two writes skip the channel, with the same result: a key without a reducer
+    takes its last value, and messages that are all new follow the state's (see
+    ``_appended``)."""
+    written: dict[str, list[Any]] = {}
+    for output in outputs:
+        values = output.update if isinstance(output, Command) else output
+        pairs = values.items() if isinstance(values, Mapping) else values or ()
+        for key, value in pairs:
+            written.setdefault(key, []).append(value)
+    after = dict(state)
+    for key, values in written.items():
+        spec = channels.get(key)
+        if spec is None or isinstance(spec, LastValue):
+            after[key] = values[-1]
+            continue
+        appended = _appended(state.get(key), values) if key == "messages" else None
+        if appended is not None:
+            after[key] = appended
+            continue
+        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
+        channel.update(values)
+        after[key] = channel.get() if channel.is_available() else None
+    return after
+
+
+_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
+
+
+def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
+    """``current`` followed by the written messages, when each is a plain message whose
+    id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
+    the ids it gives messages without one (the same objects get them when LangGraph
+    applies the write). None for any other write (a removal, a replacement, a tuple or
+    dict to convert, a chunk): the reducer reads those."""
+    new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
+    if not all(type(m) in _PLAIN_MESSAGES for m in new):
+        return None
+    have = {m.id for m in current or ()}
+    if any(m.id is not None and m.id in have for m in new):
+        return None
+    return [*(current or ()), *new]
