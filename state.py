@@ -11,10 +11,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.channels.base import BaseChannel
+from langgraph.channels.last_value import LastValue
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
 from loopgraphs.nodes.parsing.text import question_text
@@ -311,3 +313,51 @@ def start_run(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
         "retries": None,
         "usage": None,
     }
+
+
+def state_after(
+    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
+) -> dict[str, Any]:
+    """The state as a node's ``outputs`` (its update and commands) leave it, for what the
+    node decides after them (its router, say): each key written goes through its
+    channel's reducer, as LangGraph will apply it. Two writes skip the channel, with the
+    same result: a key without a reducer takes its last value, and messages that are all
+    new follow the state's (see ``_appended``)."""
+    written: dict[str, list[Any]] = {}
+    for output in outputs:
+        values = output.update if isinstance(output, Command) else output
+        pairs = values.items() if isinstance(values, Mapping) else values or ()
+        for key, value in pairs:
+            written.setdefault(key, []).append(value)
+    after = dict(state)
+    for key, values in written.items():
+        spec = channels.get(key)
+        if spec is None or isinstance(spec, LastValue):
+            after[key] = values[-1]
+            continue
+        appended = _appended(state.get(key), values) if key == "messages" else None
+        if appended is not None:
+            after[key] = appended
+            continue
+        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
+        channel.update(values)
+        after[key] = channel.get() if channel.is_available() else None
+    return after
+
+
+_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
+
+
+def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
+    """``current`` followed by the written messages, when each is a plain message whose
+    id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
+    the ids it gives messages without one (the same objects get them when LangGraph
+    applies the write). None for any other write (a removal, a replacement, a tuple or
+    dict to convert, a chunk): the reducer reads those."""
+    new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
+    if not all(type(m) in _PLAIN_MESSAGES for m in new):
+        return None
+    have = {m.id for m in current or ()}
+    if any(m.id is not None and m.id in have for m in new):
+        return None
+    return [*(current or ()), *new]

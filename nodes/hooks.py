@@ -25,12 +25,13 @@ step too (``"{name}.before_model.{step}"``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage
+from langgraph.channels.base import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
@@ -38,7 +39,7 @@ from langgraph.types import Send
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import RunnableCallable, node_callable
-from loopgraphs.state import empty_usage, starts_run
+from loopgraphs.state import empty_usage, starts_run, state_after
 
 FINISH = "finish"
 
@@ -54,13 +55,63 @@ def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
     return []
 
 
-def _hook_node(middleware: AgentMiddleware[Any, Any], hook: str) -> RunnableCallable:
+def _hook_node(
+    middleware: AgentMiddleware[Any, Any],
+    hook: str,
+    *,
+    settles: Mapping[str, BaseChannel] | None = None,
+) -> RunnableCallable:
     """A node running one hook: the sync method under ``invoke``, the async one under
     ``ainvoke`` (a hook defined only sync runs in a worker thread there, as in
-    create_agent)."""
+    create_agent). With ``settles`` (the graph's channels) the node also reads a finished
+    run's answer again once the hook's update is applied (see ``_settled``)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
+    if settles is not None:
+        sync, asynchronous = _settling(sync, asynchronous, settles)
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
+
+
+Hook = Callable[[Any, Any], Any]
+AsyncHook = Callable[[Any, Any], Awaitable[Any]]
+
+
+def _settling(
+    sync: Hook | None, asynchronous: AsyncHook | None, channels: Mapping[str, BaseChannel]
+) -> tuple[Hook | None, AsyncHook | None]:
+    """A hook's sync and async methods, each followed by ``_settled``."""
+
+    def settled_sync(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+        assert sync is not None
+        return _settled(channels, state, sync(state, runtime))
+
+    async def settled_async(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+        assert asynchronous is not None
+        return _settled(channels, state, await asynchronous(state, runtime))
+
+    return (
+        settled_sync if sync is not None else None,
+        settled_async if asynchronous is not None else None,
+    )
+
+
+def _settled(
+    channels: Mapping[str, BaseChannel], state: dict[str, Any], update: Any
+) -> dict[str, Any]:
+    """A hook's update, with the run's answer read again from the last message when the
+    run has finished (the hook may have rewritten the reply: a PII redaction, say)."""
+    update = dict(update or {})
+    after = state_after(channels, state, [update])
+    if after.get("status") not in ("completed", "max_iterations"):
+        return update
+    messages = after.get("messages") or []
+    last = messages[-1] if messages else None
+    if not isinstance(last, AIMessage) or last.tool_calls:
+        return update
+    text = content_text(last.content).strip()
+    if text and text != after.get("answer"):
+        update["answer"] = text
+    return update
 
 
 @dataclass
@@ -73,7 +124,6 @@ class Wiring:
     agent_hooks: bool = True
     resets: Mapping[str, Any] = field(default_factory=dict)
     main_step: str | None = None
-    settled: set[str] = field(default_factory=set)
     entries: dict[str, str] = field(default_factory=dict)
     exits: dict[str, str] = field(default_factory=dict)
     first_model_step: str | None = None
@@ -93,7 +143,7 @@ class Wiring:
     def exit_hook(self, step: str) -> tuple[AgentMiddleware[Any, Any], list[str]] | None:
         """The middleware whose ``after_model`` node a step's edges leave from, and where
         that hook may jump (None when the step has no such node or it cannot jump)."""
-        if step not in self.exits or step in self.settled:
+        if step not in self.exits:
             return None
         last = self.middleware.with_hook("after_model")[0]
         jumps = can_jump_to(last, "after_model")
@@ -149,7 +199,8 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
     def add_model_step(self, step: str, *, settles_answer: bool = False) -> None:
         """Put the ``before_model`` and ``after_model`` hooks around a model step. With
         ``settles_answer`` the step's answer is read again from the last message after the
-        ``after_model`` hooks (one may have rewritten it: a PII redaction, say)."""
+        ``after_model`` hooks, in the node of the last one (a hook may have rewritten it:
+        a PII redaction, say)."""
         wiring = getattr(self, "wiring", None)
         if wiring is None:
             return
@@ -167,8 +218,10 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         if names:
             wiring.entries[step] = names[0]
         after_names = [f"{m.name}.after_model{suffix}" for m in after]
-        for m, name in zip(after, after_names, strict=True):
-            StateGraph.add_node(self, name, _hook_node(m, "after_model"))
+        for index, (m, name) in enumerate(zip(after, after_names, strict=True)):
+            # The last hook to run reads the answer again after its update (``_settled``).
+            settles = self.channels if settles_answer and index == 0 else None
+            StateGraph.add_node(self, name, _hook_node(m, "after_model", settles=settles))
         if after_names:
             StateGraph.add_edge(self, step, after_names[-1])
             for index in range(len(after) - 1, 0, -1):
@@ -180,12 +233,6 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
                     step=step,
                 )
             wiring.exits[step] = after_names[0]
-            if settles_answer:
-                settle = f"{step}.answer"
-                StateGraph.add_node(self, settle, _settle_node(settle))
-                self._hook_edge(after[0], "after_model", after_names[0], settle, step=step)
-                wiring.exits[step] = settle
-                wiring.settled.add(step)
 
     def finish_hooks(self) -> None:
         """Wire the ``before_agent`` hooks between ``START`` and the loop's first node, and
@@ -296,23 +343,6 @@ def _mapped_router(router: Any, wiring: Wiring) -> Any:
 
 
 _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
-
-
-def _settle_node(name: str) -> RunnableCallable:
-    """A node reading a finished run's answer again from its last message (an
-    ``after_model`` hook may have rewritten the reply)."""
-
-    def settle(state: dict[str, Any]) -> dict[str, Any]:
-        messages = state.get("messages") or []
-        last = messages[-1] if messages else None
-        if state.get("status") not in ("completed", "max_iterations"):
-            return {}
-        if not isinstance(last, AIMessage) or last.tool_calls:
-            return {}
-        text = content_text(last.content).strip()
-        return {"answer": text} if text and text != state.get("answer") else {}
-
-    return RunnableCallable(settle, None, name=name, trace=False)
 
 
 def _finish_node(resets: Mapping[str, Any]) -> RunnableCallable:

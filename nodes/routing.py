@@ -2,8 +2,9 @@
 
 ``route`` adds a conditional edge whose router first ends the run on an error.
 ``add_routed_step`` adds a step that runs its router itself, on the state as the step's
-own writes leave it (``state_after``), and returns the next step as a ``Command``: a
-conditional edge would have LangGraph copy every channel of the state after the step.
+own writes leave it (``loopgraphs.state.state_after``), and returns the next step as a
+``Command``: a conditional edge would have LangGraph copy every channel of the state
+after the step.
 Both lead through the middleware's hook nodes where there are some (see
 ``loopgraphs.nodes.hooks``).
 """
@@ -13,15 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.channels.base import BaseChannel
-from langgraph.channels.last_value import LastValue
 from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Command, RetryPolicy, Send
+from langgraph.types import RetryPolicy, Send
 
 from loopgraphs.nodes.hooks import Wiring
 from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step
+from loopgraphs.state import state_after
 
 Router = Callable[..., str | list[Send]]
 
@@ -121,51 +120,3 @@ def while_running(target: str) -> Router:
 def steps_left(state: Mapping[str, Any], needed: int) -> bool:
     """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
     return int(state.get("remaining_steps", needed + 1)) > needed
-
-
-def state_after(
-    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
-) -> dict[str, Any]:
-    """The state as a node's ``outputs`` (its update and commands) leave it, for the
-    node's router: each key written goes through its channel's reducer, as LangGraph will
-    apply it. Two writes skip the channel, with the same result: a key without a reducer
-    takes its last value, and messages that are all new follow the state's (see
-    ``_appended``)."""
-    written: dict[str, list[Any]] = {}
-    for output in outputs:
-        values = output.update if isinstance(output, Command) else output
-        pairs = values.items() if isinstance(values, Mapping) else values or ()
-        for key, value in pairs:
-            written.setdefault(key, []).append(value)
-    after = dict(state)
-    for key, values in written.items():
-        spec = channels.get(key)
-        if spec is None or isinstance(spec, LastValue):
-            after[key] = values[-1]
-            continue
-        appended = _appended(state.get(key), values) if key == "messages" else None
-        if appended is not None:
-            after[key] = appended
-            continue
-        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
-        channel.update(values)
-        after[key] = channel.get() if channel.is_available() else None
-    return after
-
-
-_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
-
-
-def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
-    """``current`` followed by the written messages, when each is a plain message whose
-    id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
-    the ids it gives messages without one (the same objects get them when LangGraph
-    applies the write). None for any other write (a removal, a replacement, a tuple or
-    dict to convert, a chunk): the reducer reads those."""
-    new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
-    if not all(type(m) in _PLAIN_MESSAGES for m in new):
-        return None
-    have = {m.id for m in current or ()}
-    if any(m.id is not None and m.id in have for m in new):
-        return None
-    return [*(current or ()), *new]

@@ -75,7 +75,7 @@ def test_state_after_applies_each_write_as_the_reducers_do():
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.types import Command
 
-    from loopgraphs.nodes.routing import state_after
+    from loopgraphs.state import state_after
 
     channels = react_channels()
     history = [
