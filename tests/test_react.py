@@ -574,3 +574,19 @@ def test_a_run_context_names_one_tool_registry_per_tool_set():
     runtime = SimpleNamespace(context={"tools": ["calculator"]})
     first, second = settings.for_run(runtime), settings.for_run(runtime)
     assert first.tools is second.tools and first.tools.names == ["calculator"]
+
+
+def test_a_hand_edit_made_as_generate_goes_on_with_a_goto():
+    """generate routes itself, so a write made as it has no next step (an edge would have
+    routed it); Command(goto=...) says where the run goes on, as the README shows."""
+    replies = [final("native", "The answer is 5."), final("native", "It is 7.")]
+    model, graph = build("native", replies, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "edit"}}
+    graph.invoke({"messages": [("user", "2+2?")]}, config)
+    call = {"name": "multiply", "args": {"a": 3, "b": 4}, "id": "call_edit"}
+    graph.update_state(config, {"messages": [AIMessage("", tool_calls=[call])]}, as_node="generate")
+    assert graph.get_state(config).next == ()
+    out = graph.invoke(Command(goto="call_tool"), config)
+    assert [m.type for m in out["messages"][-3:]] == ["ai", "tool", "ai"]
+    assert "12" in content_text(out["messages"][-2].content)
+    assert (out["answer"], out["status"], model.call_count) == ("It is 7.", "completed", 2)
