@@ -101,9 +101,10 @@ def _settled(
     """A hook's update, with the run's answer read again from the last message when the
     run has finished (the hook may have rewritten the reply: a PII redaction, say)."""
     update = dict(update or {})
-    after = state_after(channels, state, [update])
-    if after.get("status") not in ("completed", "max_iterations"):
+    # The status has no reducer: an unfinished run is told without applying the update.
+    if update.get("status", state.get("status")) not in ("completed", "max_iterations"):
         return update
+    after = state_after(channels, state, [update])
     messages = after.get("messages") or []
     last = messages[-1] if messages else None
     if not isinstance(last, AIMessage) or last.tool_calls:
