@@ -130,17 +130,20 @@ def get_spec(name: str) -> LoopSpec:
 
 
 def build_loop(
-    name: str, model: Any, tools: Any = (), **options: Any
+    loop: str, model: Any, tools: Any = (), /, **options: Any
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build a loop by name, e.g. ``build_loop("react", model, [calculator])``.
 
+    The first three arguments are positional only, so that every option, the compile
+    option ``name=`` included, passes through to the loop's factory.
+
     Args:
-        name: One of ``LOOPS``.
+        loop: One of ``LOOPS``.
         model: A chat model or a model spec string.
         tools: Tools for the loops that use them (ignored by ``cot`` and ``tot``).
         **options: The loop's keyword options.
 
     Raises:
-        ValueError: ``name`` is not a known loop.
+        ValueError: ``loop`` is not a known loop.
     """
-    return get_spec(name).build(model, tools, **options)
+    return get_spec(loop).build(model, tools, **options)

@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr, ValidationError
 
 from loopgraphs.nodes.parsing.json_text import extract_json
@@ -220,8 +221,10 @@ class ScriptedChatModel(BaseChatModel):
             yield chunk
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        names = [getattr(t, "name", None) or getattr(t, "__name__", str(t)) for t in tools]
-        return self.bind(tools=names, tool_choice=kwargs.pop("tool_choice", None), **kwargs)
+        # Bound as a provider would send them (OpenAI's format), which clients such as
+        # langgraph-supervisor read back from the binding.
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=schemas, tool_choice=kwargs.pop("tool_choice", None), **kwargs)
 
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, method: str = "json_schema", **kwargs: Any
@@ -250,7 +253,10 @@ class ScriptedChatModel(BaseChatModel):
 
 def _tool_names(kwargs: dict[str, Any]) -> list[str] | None:
     tools = kwargs.get("tools")
-    return list(tools) if tools is not None else None
+    if tools is None:
+        return None
+    # A provider's own tool (``{"type": "web_search", ...}``) is bound as given.
+    return [t["function"]["name"] if "function" in t else str(t) for t in tools]
 
 
 def _chunks(message: AIMessage) -> Iterator[ChatGenerationChunk]:

@@ -478,8 +478,8 @@ def test_provider_specs_go_through_init_chat_model(monkeypatch):
 
 
 def test_provider_spec_errors_name_what_is_missing():
-    with pytest.raises(ValueError, match="pip install langchain-anthropic"):
-        load_model("anthropic:claude-sonnet-4-5")
+    with pytest.raises(ValueError, match="pip install langchain-mistralai"):
+        load_model("mistralai:mistral-large-latest")
     unknown = r"Unsupported provider='no_such_provider'.*Accepted forms"
     with pytest.raises(ValueError, match=unknown):
         load_model("no_such_provider:model")
