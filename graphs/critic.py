@@ -1,22 +1,27 @@
 """CRITIC: draft an answer, find its checkable claims, verify them with tools, revise.
 
-Graph: ``prepare → generate → critique → parse → call_tool → revise → critique ...``.
-``generate`` writes the draft; ``critique`` lists the claims to check (or says
-``VERIFIED``); ``parse`` reads them; ``call_tool`` runs every check of a round
-concurrently; ``revise`` rewrites the draft from the results.
+Graph: ``prepare → generate → critique → [review] → call_tool → revise → critique ...``.
+``generate`` writes the draft; ``critique`` asks for the claims to check (or
+``VERIFIED``), reads its own reply and writes the round's checks as one assistant
+message with a tool call per distinct check, which the ``after_model`` hooks see (so
+approval middleware works unchanged); ``call_tool`` is the shared tool step, each call
+sent on its own as in ReAct; ``revise`` reads each claim's observation from the
+``ToolMessage`` answering its call and rewrites the draft.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Annotated, Any
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
@@ -37,8 +42,8 @@ from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.routing import route, steps_left, while_running
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -47,23 +52,20 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import Level, structured_call
+from loopgraphs.nodes.tool_loop import check_history, needs_review, review_node
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.nodes.tool_step import ToolStep
+from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     LoopState,
     OutputState,
     conversation_of,
-    extend_list,
     request_of,
     scratch_of,
     start_run,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
 
-# Graph steps that must still follow a node (see ``steps_left``).
-DRAFT_STEPS = 1  # generate
-ROUND_STEPS = 4  # critique, parse, call_tool, revise
-CHECK_STEPS = 2  # call_tool, revise
+NO_RESULT = "Error: the tool returned no result."
 
 
 class ClaimCheck(BaseModel):
@@ -109,14 +111,12 @@ class CriticOutput(OutputState, total=False):
 
 
 class CriticState(CriticOutput, LoopState, total=False):
-    """State of the CRITIC loop: ``critique`` is the last critique's text, ``pending``
-    the claims of the current round waiting for their checks and ``tool_log`` the run's
-    checks and results (for the loop-break and ``max_tool_calls``)."""
+    """State of the CRITIC loop: ``pending`` holds the claims of the current round, each
+    with the ``id`` of the tool call that checks it (claims sharing a check share its
+    call) and the ``args`` the critique gave it. The calls and their results are in
+    ``messages``."""
 
-    critique: str
-    critique_data: dict[str, Any] | None
     pending: list[dict[str, Any]]
-    tool_log: Annotated[list[AnyMessage], extend_list]
 
 
 def _input_text(value: Any) -> str:
@@ -152,6 +152,60 @@ def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
     return parse_critique(text)
 
 
+def _round_checks(
+    tools: ToolRegistry, claims: Sequence[dict[str, Any]], number: int
+) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    """The tool calls checking a round's claims, one per distinct check (ids unique to
+    the run, so that no other run's result in a shared transcript is taken for theirs),
+    and the claims each with the id of its call and the args it was given."""
+    tag = uuid.uuid4().hex[:8]
+    calls: list[ToolCall] = []
+    ids: dict[str, str] = {}
+    pending = []
+    for index, claim in enumerate(claims):
+        args = coerce_args(tools, claim["tool"], claim["tool_input"])
+        call = ToolCall(name=claim["tool"], args=args, id=f"claim_{number}_{index}_{tag}")
+        key = call_key(call)
+        if key not in ids:
+            ids[key] = call["id"] or ""
+            calls.append(call)
+        pending.append({**claim, "id": ids[key], "args": args})
+    return calls, pending
+
+
+def _checked(state: Mapping[str, Any], fence: str) -> list[dict[str, Any]]:
+    """The round's claims with the observations of their checks: each read from the
+    ``ToolMessage`` answering its call (a call a reviewer edited is recorded as it ran; a
+    rejected one has the rejection as its observation)."""
+    messages: Sequence[AnyMessage] = state.get("messages") or []
+    start = scratch_of(state).get("transcript_start") or 0
+    ran: dict[str, ToolCall] = {}
+    results: dict[str, ToolMessage] = {}
+    for message in messages[start:]:
+        if isinstance(message, AIMessage):
+            ran.update((call["id"] or "", call) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage):
+            results[message.tool_call_id] = message
+    checked = []
+    for item in state.get("pending") or []:
+        call = ran.get(item["id"])
+        tool, tool_input = item["tool"], item["tool_input"]
+        if call is not None and (call["name"], call["args"]) != (tool, item["args"]):
+            tool, tool_input = call["name"], call["args"]
+        result = results.get(item["id"])
+        observation = unfence(content_text(result.content), fence) if result else NO_RESULT
+        checked.append(
+            {
+                "claim": item["claim"],
+                "tool": tool,
+                "tool_input": tool_input,
+                "observation": observation,
+                "round": state.get("round", 1),
+            }
+        )
+    return checked
+
+
 def _json_critique_text(tools: ToolRegistry) -> str:
     return prompts.CRITIQUE_JSON_SYSTEM.format(
         tools=tools.describe(), fence_note=prompts.FENCE_NOTE
@@ -166,11 +220,21 @@ def _text_critique_text(tools: ToolRegistry) -> str:
 
 def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled CRITIC graph for ``settings``."""
-    tools = ToolStep(settings)
+    # Graph steps that must still follow a node (see ``steps_left``): each model step
+    # comes with the middleware's before_model and after_model hook nodes.
+    before = len(settings.middleware.with_hook("before_model"))
+    after = len(settings.middleware.with_hook("after_model"))
+    draft_steps = before + 1 + after
+
+    def check_steps(run: LoopSettings) -> int:
+        """After a critique: its hooks, the review, the checks and the revision."""
+        return after + bool(run.review) + 1 + draft_steps
+
+    def round_steps(run: LoopSettings) -> int:
+        """After a draft or a revision: its hooks, then a critique and its checks."""
+        return after + before + 1 + check_steps(run)
 
     def prepare(state: CriticState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
         check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         update: dict[str, Any] = {
@@ -180,12 +244,9 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             "claims": [],
             "round": 0,
             "verified": False,
-            "critique": "",
-            "critique_data": None,
             "pending": [],
-            "tool_log": None,
         }
-        if update["status"] == "running" and not steps_left(state, DRAFT_STEPS):
+        if update["status"] == "running" and not steps_left(state, draft_steps):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -201,7 +262,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         done: dict[str, Any] = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
-        elif not steps_left(state, ROUND_STEPS):
+        elif not steps_left(state, round_steps(run)):
             done = {"status": "max_iterations"}
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
@@ -253,12 +314,8 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                     text = json.dumps(result.replies[0].tool_calls[0].get("args"), default=str)
                 value = result.value
                 data = value.model_dump() if isinstance(value, BaseModel) else value
-                return {
-                    **result.state_update(),
-                    **round_update,
-                    "critique": text,
-                    "critique_data": data,
-                }
+                written = checks(state, run, _critique_of(data, text), text)
+                return {**result.state_update(), **round_update, **written}
         form = Form(_text_critique_text, tools="prompt")
         asked = [*conversation_of(state), request]
         reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
@@ -268,80 +325,53 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
                 ask.call([*asked, reply, again], form, tools=run.tools.tools)
             )
             update = spent_together(update, second)
+        text = content_text(reply.content)
         data = None
-        if require and guides(run) and not parse_critique(content_text(reply.content)).claims:
+        if require and guides(run) and not parse_critique(text).claims:
             # A small model that names no claim when asked twice: its draft is the claim,
             # checked with the tool for the question, as its first ReAct step would be.
             request_text = request_of(state)
             tool = tool_for(run.tools, request_text, choice or "required")
             data = {"claims": [{"claim": draft, "tool": tool, "tool_input": request_text}]}
-        return {
-            **update,
-            **round_update,
-            "critique": content_text(reply.content),
-            "critique_data": data,
-        }
+        written = checks(state, run, _critique_of(data, text), text)
+        return {**update, **round_update, **written}
 
-    def parse(state: CriticState) -> dict[str, Any]:
-        found = _critique_of(state.get("critique_data"), state.get("critique", ""))
+    def checks(
+        state: Mapping[str, Any], run: LoopSettings, found: Critique, text: str
+    ) -> dict[str, Any]:
+        """What a critique writes: the end of the run when it accepts the draft (or names
+        no claim, or no steps are left for a check), else the round's checks as one
+        assistant message with the critique as its text, and the claims waiting for
+        them."""
         draft = state.get("draft", "")
         if found.verified or not found.claims:
-            return {
-                "status": "completed",
-                "answer": draft,
-                "verified": found.verified,
-                "pending": [],
-            }
-        if not steps_left(state, CHECK_STEPS):
-            return {"status": "max_iterations", "answer": draft, "verified": False, "pending": []}
-        number = state.get("round", 1)
-        pending = [
-            {**claim, "id": f"claim_{number}_{index}"} for index, claim in enumerate(found.claims)
-        ]
-        return {"pending": pending, "verified": False}
+            return {"status": "completed", "answer": draft, "verified": found.verified}
+        if not steps_left(state, check_steps(run)):
+            return {"status": "max_iterations", "answer": draft, "verified": False}
+        calls, pending = _round_checks(run.tools, found.claims, state.get("round", 0) + 1)
+        message = AIMessage(content=text, tool_calls=calls)
+        return {"messages": [message], "pending": pending, "verified": False}
 
-    def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
-        pending = state.get("pending", [])
-        calls: list[ToolCall] = []
-        slots: list[int] = []  # claims sharing a check share its result
-        seen: dict[str, int] = {}
-        for item in pending:
-            call = ToolCall(
-                name=item["tool"],
-                args=coerce_args(run.tools, item["tool"], item["tool_input"]),
-                id=item["id"],
-            )
-            slots.append(seen.setdefault(call_key(call), len(calls)))
-            if slots[-1] == len(calls):
-                calls.append(call)
-        results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
-        fence = scratch_of(state).get("fence", "")
-        checked = [
-            {
-                "claim": item["claim"],
-                "tool": item["tool"],
-                "tool_input": item["tool_input"],
-                "observation": unfence(content_text(results[slot].content), fence),
-                "round": state.get("round", 1),
-            }
-            for item, slot in zip(pending, slots, strict=True)
-        ]
-        return {
-            **extra,
-            "claims": [*state.get("claims", []), *checked],
-            "pending": [],
-            "tool_log": [AIMessage(content="", tool_calls=calls), *results],
-        }
+    def route_critique(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        if state.get("status") != "running":
+            return END
+        pending = pending_calls(state["messages"])
+        if pending:
+            return "review" if needs_review(settings.for_run(runtime), state) else dispatch(pending)
+        return "revise"  # a middleware answered every check (rejected them, say)
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        fence = scratch_of(state).get("fence", "")
+        checked = _checked(state, fence)
+        claims = {"claims": [*state.get("claims", []), *checked], "pending": []}
+        if scratch_of(state).get("tool_ended"):  # a check's tool ended the run
+            return {**claims, "status": "completed"}
         run = settings.for_run(runtime)
         number = state.get("round", 1)
-        checked = [item for item in state.get("claims", []) if item.get("round") == number]
         guided = state.get("tool_mode") == "json" and guides(run)
         if guided:
             checked = evidence(checked)
-        results = _results(checked, scratch_of(state).get("fence", ""), run.max_tool_output_chars)
+        results = _results(checked, fence, run.max_tool_output_chars)
         system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
         earlier = state.get("draft", "")
         request = HumanMessage(prompts.REVISE_REQUEST.format(draft=earlier, results=results))
@@ -354,7 +384,8 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         history = [*conversation_of(state), request]
         first, update = yield from call_model(ask.call(history, form, tools=offered))
         reply, shown, update = yield from short_again(ask, history, form, first, update)
-        more = number < run.max_iterations and steps_left(state, ROUND_STEPS)
+        update.update(claims)
+        more = number < run.max_iterations and steps_left(state, round_steps(run))
         if cut_short(reply):  # asked again and still cut: the earlier draft stands
             done = {} if more else {"status": "max_iterations"}
             return {**update, "messages": shown, "answer": earlier, **done}
@@ -373,20 +404,32 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         settings=settings,
         tools_node="call_tool",
     )
+    review = ["review"] if settings.review else []
     builder.add_node("prepare", prepare)
     add_step(builder, "generate", generate, policy, model_step=True)
-    add_step(builder, "critique", critique, policy, model_step=True)
-    builder.add_node("parse", parse)
-    add_step(builder, "call_tool", call_tool, None)
+    add_routed_step(
+        builder,
+        "critique",
+        critique,
+        policy,
+        route_critique,
+        [*review, "call_tool", "revise"],
+        model_step=True,
+    )
+    builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "revise", revise, policy, model_step=True)
     builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])
-    route(builder, "critique", while_running("parse"), ["parse"])
-    route(
-        builder, "parse", lambda state: "call_tool" if state.get("pending") else END, ["call_tool"]
-    )
     builder.add_edge("call_tool", "revise")
+    if review:
+        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
+        route(
+            builder,
+            "review",
+            lambda state: dispatch(pending_calls(state["messages"])) or "revise",
+            ["call_tool", "revise"],
+        )
     route(builder, "revise", while_running("critique"), ["critique"])
     return builder
 
@@ -403,9 +446,18 @@ def create_critic_graph(
     The critique lists claims as ``CLAIM: / TOOL: / TOOL INPUT:`` blocks (text mode) or
     as a structured ``{"verified", "claims": [{"claim", "tool", "tool_input"}]}`` object
     (native and json modes, falling back to reading the text); a JSON list of claims is
-    accepted in any mode. All claims of a round are checked concurrently; an unknown tool
-    or a failing check becomes an observation. ``VERIFIED``, or a critique with no
-    readable claim, accepts the current draft. Without tools the draft is the answer.
+    accepted in any mode. The critique step writes a round's checks as one ``AIMessage``
+    (the critique as its text) with a tool call per distinct check (claims naming the same
+    check share it), so ``after_model`` middleware sees them: approval
+    (``HumanInTheLoopMiddleware`` or ``interrupt_before_tools``) works as in ReAct, an
+    edited call runs as edited and a rejected one is not run (the rejection is the
+    claim's observation). The checks run concurrently through the same tool step as
+    ReAct's calls (``wrap_tool_call``, ``Command`` returns including
+    ``Command.PARENT``); the loop-break and ``max_tool_calls`` count the whole run's
+    calls; an unknown tool or a failing check becomes an observation; a tool that ends
+    the run (``return_direct``, ``Command(goto=END)``) ends it with its result as the
+    answer. ``VERIFIED``, or a critique with no readable claim, accepts the current draft
+    (and writes no message). Without tools the draft is the answer.
 
     With ``tool_choice`` ("required" or a tool name) the first critique must list at least
     one claim to check: native and json modes ask for a schema with at least one claim,
@@ -430,7 +482,10 @@ def create_critic_graph(
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
         ``status``, ``llm_calls``, ``usage``, ``tool_mode``, ``draft``, ``claims``,
-        ``round`` and ``verified``; ``messages`` gains the draft and each revision.
+        ``round`` and ``verified``; ``messages`` gains the draft, each round's checks
+        (the critique message with its tool calls, then one ``ToolMessage`` per call)
+        and each revision. Requests to the model are built from the caller's
+        conversation and CRITIC's own prompts, not from this transcript.
 
     Raises:
         TypeError, ValueError: an argument is of the wrong type or out of range.

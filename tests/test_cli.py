@@ -26,7 +26,7 @@ def test_draw_prints_mermaid(name, capsys):
     tool_steps = {"call_tool", "final_answer"}
     expected = {
         "cot": {"prepare", "generate", "parse", "vote"},
-        "critic": {"prepare", "generate", "critique", "parse", "call_tool", "revise"},
+        "critic": {"prepare", "generate", "critique", "call_tool", "revise"},
         "plan_execute": {"prepare", "plan", "execute", "synthesize"},
         "react": {"select_tools", "generate", *tool_steps},
         "reflexion": {"prepare", "generate", "evaluate", "reflect"},

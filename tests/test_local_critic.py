@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 
 from loopgraphs import create_critic_graph, models
 from loopgraphs.toolkits import calculator, make_search_tool
@@ -28,3 +29,6 @@ def test_small_model_checks_a_claim_with_a_tool_and_ends(
     assert out["claims"][0]["observation"].strip()
     assert 3 <= out["llm_calls"] <= 1 + 2 * 1 + 3  # draft, critique (+1 in text), revise, re-asks
     assert out["tool_mode"] == mode
+    checks = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert checks and [r.tool_call_id for r in results] == [c["id"] for c in checks[0].tool_calls]
