@@ -141,11 +141,12 @@ def build_cot(
             return {"votes": votes, "answer": "", "status": "max_iterations"}
         if index < 0:
             return {"votes": votes, "answer": "", "status": "completed"}
+        chosen = AIMessage(state["samples"][index], name=settings.agent_name)
         return {
             "votes": votes,
             "answer": answers[index],
             "status": "completed",
-            "messages": [answer_message(AIMessage(state["samples"][index]), answers[index])],
+            "messages": [answer_message(chosen, answers[index])],
         }
 
     builder = new_graph(CoTState, CoTOutput, options or {}, loop="cot", settings=settings)

@@ -349,7 +349,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         if not steps_left(state, check_steps(run)):
             return {"status": "max_iterations", "answer": draft, "verified": False}
         calls, pending = _round_checks(run.tools, found.claims, state.get("round", 0) + 1)
-        message = AIMessage(content=text, tool_calls=calls)
+        message = AIMessage(content=text, tool_calls=calls, name=run.agent_name)
         return {"messages": [message], "pending": pending, "verified": False}
 
     def route_critique(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:

@@ -34,7 +34,7 @@ from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import ReactSubgraph
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.generate import asker, call_model, short_again
+from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import (
     clean_steps,
@@ -341,7 +341,8 @@ def build_plan_execute(
                 "error": out.get("error") or f"step {index + 1} failed",
                 "answer": result or previous,
             }
-        message = AIMessage(f"Step {index + 1}: {steps[index]}\nResult: {result}")
+        text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
+        message = AIMessage(text, name=settings.agent_name)
         return {**update, "answer": result, "messages": [message]}
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
@@ -396,7 +397,7 @@ def build_plan_execute(
             **update,
             "answer": answer,
             "status": "completed" if plan_done(state) and not cut else "max_iterations",
-            "messages": [AIMessage(answer)],
+            "messages": [answer_message(reply, answer)],
         }
 
     def route_planned(state: dict[str, Any], runtime: Runtime[Any]) -> str:

@@ -228,7 +228,7 @@ def build_tot(
                 return {
                     "status": "completed",
                     "answer": answer,
-                    "messages": [AIMessage(answer)],
+                    "messages": [AIMessage(answer, name=settings.agent_name)],
                     "best_path": candidate["thoughts"],
                     "depth": depth,
                     "stop_reason": "answer",
@@ -281,7 +281,7 @@ def build_tot(
             **update,
             "answer": answer,
             "status": status,
-            "messages": [AIMessage(answer)] if answer else [],
+            "messages": [AIMessage(answer, name=settings.agent_name)] if answer else [],
             "best_path": path,
         }
 

@@ -33,7 +33,8 @@ def asker(run: LoopSettings, state: Mapping[str, Any], runtime: Runtime[Any] | N
     the state makes it), the state and runtime the requests carry, and the run's
     ``wrap_model_call`` middleware."""
     known = None if run.middleware.tool_wrapper else run.known_tools
-    return Asker(run.chat_model, user_system(run, state), state, runtime, run.model_chain, known)
+    system = user_system(run, state)
+    return Asker(run.chat_model, system, state, runtime, run.model_chain, known, run.agent_name)
 
 
 def answer_message(reply: AIMessage, answer: str) -> AIMessage:

@@ -117,6 +117,7 @@ class ModelCall:
     form: Form = PLAIN
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
+    name: str | None = None
 
     def invoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
@@ -129,7 +130,7 @@ class ModelCall:
                 output = _truncated_reply(exc, spent)
             else:
                 _count(spent, output)
-            return read(output)
+            return named(read(output), self.name)
 
         try:
             if self.chain is None:
@@ -152,7 +153,7 @@ class ModelCall:
                 output = _truncated_reply(exc, spent)
             else:
                 _count(spent, output)
-            return read(output)
+            return named(read(output), self.name)
 
         try:
             if self.chain is None:
@@ -162,6 +163,17 @@ class ModelCall:
             mark_sent(exc, spent.calls)
             raise
         return Outcome(response, spent.calls, spent.usage, tuple(commands))
+
+
+def named(response: ModelResponse, name: str | None) -> ModelResponse:
+    """The response with the agent's ``name`` on its assistant messages, as create_agent
+    names its model's replies (multi-agent clients find an agent's replies by it)."""
+    if not name:
+        return response
+    for message in response.result:
+        if isinstance(message, AIMessage) and not message.name:
+            message.name = name
+    return response
 
 
 def _count(spent: Spent, output: Any) -> None:
@@ -215,6 +227,7 @@ class Asker:
     runtime: Runtime[Any] | None = None
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
+    name: str | None = None
 
     def call(
         self,
@@ -252,7 +265,8 @@ class Asker:
             state=self.state,  # type: ignore[arg-type]
             runtime=self.runtime,
         )
-        return ModelCall(request, form, self.chain, self.known_tools if tools else None)
+        known = self.known_tools if tools else None
+        return ModelCall(request, form, self.chain, known, self.name)
 
 
 def asking(model: Asker | BaseChatModel) -> Asker:
@@ -274,5 +288,6 @@ __all__ = [
     "as_outcome",
     "asking",
     "call_model",
+    "named",
     "spent_on",
 ]

@@ -147,6 +147,7 @@ class LoopSettings:
     provider_tools: tuple[dict[str, Any], ...] = ()
     response_format: Any = None
     middleware: Middlewares = field(default_factory=Middlewares)
+    agent_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.model is None:
@@ -348,6 +349,7 @@ def make_settings(
         provider_tools=provider_tools,
         response_format=options.get("response_format"),
         middleware=middleware,
+        agent_name=options.get("name"),
     )
 
 
