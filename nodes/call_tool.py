@@ -131,6 +131,25 @@ def run_calls(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall]:
             yield from message.tool_calls
 
 
+def _own_results(
+    request: ToolCallRequest, state: Mapping[str, Any], update: Any
+) -> list[ToolMessage]:
+    """The results of this call among the messages of a tool's ``Command`` update: the
+    ``ToolMessage``s answering its id that the state does not hold yet. A tool may send
+    the whole history back with its result (langgraph-swarm's handoff does): what the
+    state holds already was fenced when it came in, and keeps its content and its id."""
+    messages = update.get("messages") if isinstance(update, dict) else None
+    if not messages:
+        return []
+    held = {m.id for m in state.get("messages") or () if getattr(m, "id", None)}
+    call_id = request.tool_call["id"]
+    return [
+        m
+        for m in (messages if isinstance(messages, list) else [messages])
+        if isinstance(m, ToolMessage) and m.tool_call_id == call_id and m.id not in held
+    ]
+
+
 def _error(call: ToolCall, text: str) -> ToolMessage:
     return ToolMessage(
         content=text, name=call["name"], tool_call_id=call["id"] or "", status="error"
@@ -246,13 +265,12 @@ class ToolGuard:
                 "inside a loopgraphs loop a tool may only end the run (goto=END) or route "
                 "the parent graph (graph=Command.PARENT).",
             )
-        if isinstance(update, dict) and update.get("messages"):
+        own = _own_results(request, state, update)
+        if own:
             update = {
                 **update,
                 "messages": [
-                    self._fenced(m, fence, request.tool_call["name"])
-                    if isinstance(m, ToolMessage)
-                    else m
+                    self._fenced(m, fence, request.tool_call["name"]) if m in own else m
                     for m in update["messages"]
                 ],
             }
@@ -261,7 +279,7 @@ class ToolGuard:
                 (
                     unfence(str(m.content), fence)
                     for m in (update or {}).get("messages", [])
-                    if isinstance(m, ToolMessage)
+                    if isinstance(m, ToolMessage) and m.tool_call_id == request.tool_call["id"]
                 ),
                 "",
             )
