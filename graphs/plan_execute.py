@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -185,6 +185,17 @@ def results_text(results: Sequence[dict[str, str]], limit: int | None = None) ->
     return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
 
 
+def tool_work(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """A step's tool calls and their results, for the run's transcript: each assistant
+    message that called tools and each ``ToolMessage``, as the step's ReAct run left them
+    (its prompt and its own answer stay out: the step's result message stands for them)."""
+    return [
+        m
+        for m in messages
+        if isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls)
+    ]
+
+
 def step_failed(record: dict[str, str]) -> bool:
     """Whether a step did not do its work: it did not complete, or gave no result."""
     return record.get("status") != "completed" or not record.get("result", "").strip()
@@ -343,7 +354,8 @@ def build_plan_execute(
             }
         text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
         message = AIMessage(text, name=settings.agent_name)
-        return {**update, "answer": result, "messages": [message]}
+        work = tool_work(out.get("messages") or [])
+        return {**update, "answer": result, "messages": [*work, message]}
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)

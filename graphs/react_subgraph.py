@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.errors import ParentCommand
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
@@ -118,7 +121,12 @@ class ReactSubgraph:
         if max_iterations is not None and context is not None:
             budget = max_iterations
         carried = {key: state[key] for key in self.extra if key in state}
-        out = yield ReactCall(self.graph, {"messages": list(messages), **carried}, budget, context)
+        given = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
+        inner = ReactCall(self.graph, {"messages": given, **carried}, budget, context)
+        try:
+            out = yield inner
+        except ParentCommand as handoff:
+            raise handed_on(handoff, state.get("messages") or [], given) from None
         spent = {
             "llm_calls": out.get("llm_calls", 0),
             "retries": out.get("retries", 0),
@@ -134,6 +142,44 @@ class ReactSubgraph:
 
 
 _ABSENT = object()
+
+
+def handed_on(
+    handoff: ParentCommand, run_messages: Sequence[AnyMessage], given: Sequence[AnyMessage]
+) -> ParentCommand:
+    """A tool's ``Command(graph=Command.PARENT)`` from inside the inner run, sent on to the
+    parent of the calling loop, which is where the tool meant it to go.
+
+    LangGraph addresses such a command to the graph one level above the tool's: here the
+    calling loop itself, which would drop a ``goto`` to a node it does not have (and carry
+    on). Re-addressed ``Command.PARENT`` from the calling node, it reaches the loop's
+    parent (a supervisor, a swarm, your own graph), as from a ReAct loop used there. A
+    tool that sends the history along (``[*state["messages"], result]``) sent the inner
+    run's; the loop's private input (a step's prompt, the lessons) is replaced by the
+    run's own messages, so no prompt of the loop becomes a message of its host.
+    """
+    command: Command[Any] = handoff.args[0]
+    if command.graph == Command.PARENT or not _addressed_here(command.graph):
+        return handoff
+    update = command.update
+    if isinstance(update, Mapping) and isinstance(update.get("messages"), list):
+        inputs = {m.id for m in given}
+        sent = update["messages"]
+        if any(getattr(m, "id", None) in inputs for m in sent):
+            own = [m for m in sent if getattr(m, "id", None) not in inputs]
+            update = {**update, "messages": [*run_messages, *own]}
+    return ParentCommand(dataclasses.replace(command, graph=Command.PARENT, update=update))
+
+
+def _addressed_here(graph: str | None) -> bool:
+    """Whether a command's ``graph`` names the graph of the node running now (LangGraph
+    names a graph by its checkpoint namespace, with or without the task ids)."""
+    here = str(get_config().get("configurable", {}).get("checkpoint_ns", ""))
+    return graph is not None and _names(graph) == _names(here)
+
+
+def _names(namespace: str) -> list[str]:
+    return [part.split(":")[0] for part in namespace.split("|") if part]
 
 
 def carried_back(reducer: Callable[[Any, Any], Any] | None, before: Any, after: Any) -> Any:
