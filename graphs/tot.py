@@ -5,6 +5,11 @@ expand ... → final_answer``. A branch is a list of thoughts. Each level expand
 branch of the beam at once (LangGraph ``Send``), scores the new candidates, and keeps
 the best ``beam_width``. A thought holding ``ANSWER:`` ends the search at once; when
 ``max_depth`` levels pass without one, ``final_answer`` asks the best branch for it.
+
+Every model request carries the run's state and is built from the conversation as it is
+when the request is made, so middleware sees and shapes all of them: each step (a level's
+expansion, its scoring, the final answer) gets the ``before_model`` and ``after_model``
+hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 """
 
 from __future__ import annotations
@@ -26,13 +31,21 @@ from loopgraphs.models import is_embedded_model
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.text import content_text, cut_short, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
-from loopgraphs.state import LoopState, OutputState, add_usage, empty_usage, start_run
+from loopgraphs.state import (
+    LoopState,
+    OutputState,
+    add_usage,
+    empty_usage,
+    request_of,
+    start_run,
+)
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
@@ -46,6 +59,11 @@ THOUGHT_TOKENS = 32
 # A reply ends where its thoughts do: at a blank line (SmolLM2 wrote on after its list
 # with "Step 3: ..." and "The next step is ..." until the cap).
 THOUGHT_END = "\n\n"
+
+
+# The Send payload key of one ``expand`` task: its branch's thoughts and index. The rest of
+# the payload is the run's state, which the task's model requests carry.
+BRANCH = "branch"
 
 
 def proposal_settings(count: int) -> dict[str, Any]:
@@ -159,15 +177,18 @@ def build_tot(
                 update["status"] = "max_iterations"
         return update
 
-    def expand(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def expand(payload: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)
+        state = {key: value for key, value in payload.items() if key != BRANCH}
+        branch = payload[BRANCH]
+        problem = request_of(state)
         ask = asker(run, state, runtime)
         form = Form(prompts.TOT_SYSTEM)
-        path = list(state["thoughts"])
+        path = list(branch["thoughts"])
         shown = render_path(path)
         small = is_embedded_model(run.chat_model)
         if generation == "propose":
-            text = prompts.TOT_PROPOSE.format(problem=state["problem"], path=shown, n=n_branches)
+            text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
             capped = proposal_settings(n_branches) if small else None
             reply, update = yield from call_model(
                 ask.call([HumanMessage(text)], form, model_settings=capped)
@@ -177,9 +198,7 @@ def build_tot(
         else:
             requests = [
                 HumanMessage(
-                    prompts.TOT_SAMPLE.format(
-                        problem=state["problem"], path=shown, k=k, n=n_branches
-                    )
+                    prompts.TOT_SAMPLE.format(problem=problem, path=shown, k=k, n=n_branches)
                 )
                 for k in range(1, n_branches + 1)
             ]
@@ -208,7 +227,7 @@ def build_tot(
             {
                 "thoughts": [*path, thought],
                 "score": None,
-                "parent": state["parent"],
+                "parent": branch["parent"],
                 "index": index,
                 "answer": "" if cut else answer_in(thought),
             }
@@ -241,9 +260,9 @@ def build_tot(
         paths = [c["thoughts"] for c in candidates]
         ask = asker(run, state, runtime)
         if scoring == "batched":
-            scores, update = yield from score_all(ask, state["problem"], paths)
+            scores, update = yield from score_all(ask, request_of(state), paths)
         else:
-            scores, update = yield from score_each(ask, state["problem"], paths)
+            scores, update = yield from score_each(ask, request_of(state), paths)
         scored = [{**c, "score": float(s)} for c, s in zip(candidates, scores, strict=True)]
         order = sorted(range(len(scored)), key=lambda i: -scored[i]["score"])
         beam = [
@@ -266,7 +285,7 @@ def build_tot(
         run = settings.for_run(runtime)
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
-        text = prompts.TOT_FORCE_ANSWER.format(problem=state["problem"], path=render_path(path))
+        text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
         reply, update = yield from call_model(
             asker(run, state, runtime).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
         )
@@ -302,25 +321,35 @@ def build_tot(
         return run
 
     def expansions(state: dict[str, Any]) -> list[Send]:
+        """One ``expand`` task per branch of the beam, each given the run's state (as the
+        ``before_model`` hooks left it) and its branch."""
         return [
-            Send(
-                "expand", {"problem": state["problem"], "thoughts": branch["thoughts"], "parent": i}
-            )
+            Send("expand", {**state, BRANCH: {"thoughts": branch["thoughts"], "parent": i}})
             for i, branch in enumerate(state.get("branches") or [])
         ]
+
+    # With ``before_model`` hooks a level enters them once, and their last node sends
+    # the tasks (see ``LoopGraph.add_model_step``).
+    hooked = bool(settings.middleware.with_hook("before_model"))
 
     def next_level(state: dict[str, Any]) -> str | list[Send]:
         """Expand the beam again, or answer once the search has stopped (after ``prepare``
         the only stop reason is "step_limit")."""
         if state.get("status") != "running":
             return END
-        return "final_answer" if state.get("stop_reason") else expansions(state)
+        if state.get("stop_reason"):
+            return "final_answer"
+        return "expand" if hooked else expansions(state)
 
     builder = new_graph(ToTState, ToTOutput, options or {}, loop="tot", settings=settings)
-    builder.add_node("prepare", prepare)
+    # The router after ``prepare`` reads the state through the node's input schema: the
+    # whole state, so that the first level's tasks get the caller's keys too.
+    builder.add_node("prepare", prepare, input_schema=builder.state_schema)
     builder.add_node(
         "expand", as_node("expand", contained(expand), guarded=False), retry_policy=policy
     )
+    if isinstance(builder, LoopGraph):
+        builder.add_model_step("expand", fan_out=expansions)
     add_step(builder, "score_branches", score_branches, policy, model_step=True)
     add_step(builder, "final_answer", final_answer, policy, model_step=True)
     builder.add_edge(START, "prepare")

@@ -197,11 +197,16 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))
             StateGraph.add_edge(self, FINISH, wiring.end)
 
-    def add_model_step(self, step: str, *, settles_answer: bool = False) -> None:
+    def add_model_step(
+        self, step: str, *, settles_answer: bool = False, fan_out: Any = None
+    ) -> None:
         """Put the ``before_model`` and ``after_model`` hooks around a model step. With
         ``settles_answer`` the step's answer is read again from the last message after the
         ``after_model`` hooks, in the node of the last one (a hook may have rewritten it:
-        a PII redaction, say)."""
+        a PII redaction, say). With ``fan_out`` (a router of the state returning ``Send``s
+        to the step) the last ``before_model`` node leaves through it: a step run as
+        several concurrent tasks gets its hooks once, before all of them, and the tasks
+        read the state as the hooks left it."""
         wiring = getattr(self, "wiring", None)
         if wiring is None:
             return
@@ -214,8 +219,10 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         for m, name in zip(before, names, strict=True):
             StateGraph.add_node(self, name, _hook_node(m, "before_model"))
         for index, m in enumerate(before):
-            target = names[index + 1] if index + 1 < len(names) else step
-            self._hook_edge(m, "before_model", names[index], target, step=step)
+            last = index + 1 == len(names)
+            target = step if last else names[index + 1]
+            spread = fan_out if last else None
+            self._hook_edge(m, "before_model", names[index], target, step=step, fan_out=spread)
         if names:
             wiring.entries[step] = names[0]
         after_names = [f"{m.name}.after_model{suffix}" for m in after]
@@ -262,12 +269,17 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         default: str,
         *,
         step: str | None = None,
+        fan_out: Any = None,
     ) -> None:
-        """The edge out of a hook node: to ``default``, or where ``jump_to`` says."""
+        """The edge out of a hook node: to ``default`` (through the ``fan_out`` router when
+        given), or where ``jump_to`` says."""
         wiring = self.wiring
         jumps = can_jump_to(middleware, hook)
         if not jumps:
-            StateGraph.add_edge(self, source, default)
+            if fan_out is None:
+                StateGraph.add_edge(self, source, default)
+            else:
+                StateGraph.add_conditional_edges(self, source, fan_out, [default])
             return
         if "tools" in jumps and wiring.tools_node is None:
             raise ValueError(
@@ -283,9 +295,11 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             "end": FINISH,
         }
 
-        def jump(state: dict[str, Any]) -> str:
+        def jump(state: dict[str, Any]) -> Any:
             wanted = state.get("jump_to")
-            return targets[wanted] if wanted in jumps and wanted in targets else default
+            if wanted in jumps and wanted in targets:
+                return targets[wanted]
+            return fan_out(state) if fan_out is not None else default
 
         destinations = [default, *(targets[j] for j in jumps if j in targets)]
         path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)
