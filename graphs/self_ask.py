@@ -1,9 +1,14 @@
 """Self-Ask: decompose a question into follow-up questions answered one at a time.
 
-Graph: ``prepare → generate → parse → call_tool → generate ...``. A follow-up question is
-answered by a tool (the first tool, or the one named with ``Tool:``/``Tool Input:``, or the
-tools the model calls natively) or, without tools, by the model itself on its next turn.
-``final_answer`` asks once for the answer when the follow-up budget is spent.
+Graph: ``prepare → generate → [review] → call_tool → generate ...``. ``generate`` calls
+the model and reads its own reply: a follow-up question answered by a tool (the first
+tool, or the one named with ``Tool:``/``Tool Input:``, or the tools the model calls
+natively) is written as an assistant message with the tool calls, so the ``after_model``
+hooks see them (approval middleware works unchanged). ``call_tool`` is the shared tool
+step, each call sent on its own as in ReAct; the next turn reads each intermediate answer
+from the ``ToolMessage`` answering its call. Without tools the model answers its own
+follow-ups on its next turn. ``final_answer`` asks once for the answer when the follow-up
+budget is spent.
 
 A model that cannot be trusted to write the grammar (json and text modes on the embedded
 small model) is guided instead: see ``loopgraphs.graphs.self_ask_guided`` for its turns
@@ -13,16 +18,25 @@ and their grounded schemas; the nodes below dispatch to it.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
@@ -56,7 +70,7 @@ from loopgraphs.nodes.generate import (
     spent_together,
 )
 from loopgraphs.nodes.grounding import tool_for
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import Form, as_written
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     SelfAskTurn,
@@ -66,8 +80,8 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
-from loopgraphs.nodes.routing import route, steps_left, while_running
-from loopgraphs.nodes.runner import Logic, add_step
+from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -75,24 +89,17 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.tool_loop import needs_review, review_node
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.nodes.tool_step import ToolStep
+from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     LoopState,
     OutputState,
-    extend_list,
     request_of,
     scratch_of,
     start_run,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
-
-# Graph steps that must still follow a node for each route to end within the recursion
-# limit (see ``steps_left``).
-START_STEPS = 2  # generate, parse
-TURN_STEPS = 3  # generate, parse, then final_answer
-TOOL_STEPS = 2  # call_tool, then final_answer
-ANSWER_STEPS = 1  # final_answer
 
 
 class SelfAskOutput(OutputState, total=False):
@@ -103,19 +110,21 @@ class SelfAskOutput(OutputState, total=False):
 
 
 class SelfAskState(SelfAskOutput, LoopState, total=False):
-    """State of the Self-Ask loop: ``pending`` holds the tool calls of the current turn
-    and ``tool_log`` the run's tool calls and results (for the loop-break and
-    ``max_tool_calls``); ``scratch.iterations`` counts the loop's model calls. In a
-    guided run ``unread`` says the last tool result has not been read yet, and
-    ``finishing`` that the model asked nothing new (``"asked"``) or that the budget ran
-    out before it could ask (``"budget"``), or, in any run, that a reply was cut at the
-    token cap after the one request for a short answer (``"cut"``): ``final_answer``
-    comes next."""
+    """State of the Self-Ask loop: ``pending`` holds the follow-ups of the current turn
+    waiting for their tool results, each with the ``id`` of the tool call that answers
+    it (the calls and their results are in ``messages``); ``scratch.iterations`` counts
+    the loop's model calls. In a guided run ``unread`` says the last tool result has not
+    been read yet, and ``finishing`` that the model asked nothing new (``"asked"``) or
+    that the budget ran out before it could ask (``"budget"``), or, in any run, that a
+    reply was cut at the token cap after the one request for a short answer (``"cut"``):
+    ``final_answer`` comes next."""
 
     pending: list[dict[str, Any]]
-    tool_log: Annotated[list[AnyMessage], extend_list]
     unread: bool
     finishing: str
+
+
+NO_RESULT = "Error: the tool returned no result."
 
 
 def _without_calls(message: AIMessage) -> AIMessage:
@@ -139,10 +148,74 @@ def _args_text(args: Any) -> str:
 @lru_cache(maxsize=64)
 def self_ask_form(mode: str) -> Form:
     """How a Self-Ask turn in ``mode`` is sent: native mode binds the tools; json and text
-    modes describe them in the instructions, rendered from the request's tools."""
+    modes describe them in the instructions, rendered from the request's tools, and show
+    the transcript in the grammar (see ``self_ask_view``)."""
+    if mode == "native":
+        return Form(lambda tools: self_ask_text(tools, mode), tools="bind")
     return Form(
-        lambda tools: self_ask_text(tools, mode), tools="bind" if mode == "native" else "prompt"
+        lambda tools: self_ask_text(tools, mode),
+        tools="prompt",
+        render=lambda messages, tools: self_ask_view(messages),
     )
+
+
+def self_ask_view(messages: Sequence[AnyMessage]) -> list[BaseMessage]:
+    """The transcript as a json- or text-mode model reads it: each follow-up as the text
+    the model wrote, without its tool calls, and the results answering it as one
+    ``Intermediate answer:`` user message."""
+    view: list[BaseMessage] = []
+    results: list[str] = []
+    for message in as_written(messages):
+        if isinstance(message, ToolMessage):
+            results.append(content_text(message.content))
+            continue
+        if results:
+            text = "\n\n".join(results)
+            view.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
+            results = []
+        if isinstance(message, AIMessage) and message.tool_calls:
+            view.append(AIMessage(content=message.content))
+        else:
+            view.append(message)
+    if results:
+        text = "\n\n".join(results)
+        view.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
+    return view
+
+
+def _with_calls(reply: AIMessage, calls: Sequence[ToolCall]) -> AIMessage:
+    """The reply (its text as the model wrote it) with the follow-up's tool calls."""
+    return reply.model_copy(update={"tool_calls": list(calls), "invalid_tool_calls": []})
+
+
+def _call_id() -> str:
+    """A tool call id unique to the run, so that no other run's result in a shared
+    transcript is taken for its own."""
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def _answered(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's follow-ups with those of the last turn answered: each by the
+    ``ToolMessage`` answering its call (a call a reviewer edited is recorded with the
+    tool it ran; a rejected one has the rejection as its answer)."""
+    pending = state.get("pending") or []
+    messages: Sequence[AnyMessage] = state.get("messages") or []
+    scratch = scratch_of(state)
+    ran: dict[str, str] = {}
+    results: dict[str, ToolMessage] = {}
+    for message in messages[scratch.get("transcript_start") or 0 :]:
+        if isinstance(message, AIMessage):
+            ran.update((call["id"] or "", call["name"]) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage):
+            results[message.tool_call_id] = message
+    fence = scratch.get("fence", "")
+    answered = []
+    for item in pending:
+        result = results.get(item["id"])
+        answer = unfence(content_text(result.content), fence) if result else NO_RESULT
+        tool = ran.get(item["id"], item["name"])
+        answered.append({"question": item["question"], "answer": answer, "tool": tool})
+    return [*state.get("follow_ups", []), *answered]
 
 
 def self_ask_text(tools: ToolRegistry, mode: str) -> str:
@@ -199,7 +272,16 @@ def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMes
 
 def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Self-Ask graph for ``settings``."""
-    tools = ToolStep(settings)
+    # Graph steps that must still follow a node (see ``steps_left``): each model step
+    # comes with the middleware's before_model and after_model hook nodes.
+    after = len(settings.middleware.with_hook("after_model"))
+    model_steps = len(settings.middleware.with_hook("before_model")) + 1 + after
+    answer_steps = after + model_steps  # after a turn: its hooks, then final_answer
+    turn_steps = after + 2 * model_steps  # after a turn or a tool step: a turn, final_answer
+
+    def tool_steps(run: LoopSettings) -> int:
+        """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
+        return after + bool(run.review) + 1 + model_steps
 
     def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
         from loopgraphs.nodes.tool_loop import check_history
@@ -211,11 +293,10 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "tool_mode": resolve_mode(run),
             "follow_ups": [],
             "pending": [],
-            "tool_log": None,
             "unread": False,
             "finishing": "",
         }
-        if update["status"] == "running" and not steps_left(state, START_STEPS):
+        if update["status"] == "running" and not steps_left(state, model_steps):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -331,7 +412,9 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             update["finishing"] = "budget"
         return {**update, "messages": replies, "scratch": {"iterations": made}}
 
-    def guided_parse(state: SelfAskState, run: LoopSettings, reply: AIMessage) -> dict[str, Any]:
+    def guided_parse(
+        state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
+    ) -> dict[str, Any]:
         """A guided reply: until a tool has answered a follow-up the reply is a follow-up
         (its question, else its first line, else the user's question); later a new
         follow-up goes to the tool, a final answer that was not cut ends the run, and
@@ -353,17 +436,19 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             question = question or read_answer(text) or request_of(state)
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
-            if steps_left(state, ANSWER_STEPS):
+            if steps_left(state, answer_steps):
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
         default = tool_for(run.tools, request_of(state), guided_choice(run))
         name = turn.tool if asks and turn.tool else default
         args = turn.tool_input if asks and turn.tool and turn.tool_input else question
-        number = scratch_of(state).get("iterations", 0)
-        call = {"id": f"call_{number}", "name": name, "args": args, "question": question}
-        if steps_left(state, TOOL_STEPS):
-            return {"pending": [{**call, "native": False}]}
+        if steps_left(state, tool_steps(run)):
+            call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())
+            return {
+                "pending": [{"id": call["id"], "name": name, "question": question}],
+                "messages": [_with_calls(reply, [call])],
+            }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
     def guided_final(state: dict[str, Any], runtime: Runtime[Any]) -> Logic:
@@ -400,12 +485,51 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "completed" if done else "max_iterations",
         }
 
+    def settled(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+        """The last turn's follow-ups answered from their tool results (see
+        ``_answered``), when there are some; a guided run reads the last result next."""
+        if not state.get("pending"):
+            return {}
+        mode = state.get("tool_mode") or "none"
+        return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
+
     def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
+        written as the reply with its tool calls; the last turn's follow-ups are answered
+        first from their tool results."""
         run = settings.for_run(runtime)
+        done = settled(state, run)
+        if scratch_of(state).get("tool_ended"):  # a tool ended the run
+            return {**done, "status": "completed"}
+        view = {**state, **done}
         if guided(run, state.get("tool_mode") or "none"):
-            return (yield from guided_generate(state, runtime))
-        update = yield from model_turn(run, state, state["messages"], runtime)
-        return {**update, "scratch": {"iterations": scratch_of(state).get("iterations", 0) + 1}}
+            update = yield from guided_generate(view, runtime)
+            read = guided_parse
+        else:
+            update = yield from model_turn(run, view, state["messages"], runtime)
+            made = scratch_of(state).get("iterations", 0) + 1
+            update["scratch"] = {"iterations": made}
+            read = parse
+        replies = update.pop("messages")
+        if not replies:  # a guided run out of budget before it could ask
+            return {**done, **update}
+        scratch = {**scratch_of(state), **update["scratch"]}
+        after_turn = {
+            **view,
+            **update,
+            "messages": [*state["messages"], *replies],
+            "scratch": scratch,
+        }
+        parsed = read(after_turn, run, replies[-1])
+        shown = [*replies[:-1], *parsed.pop("messages", replies[-1:])]
+        extra = parsed.pop("scratch", {})
+        return {
+            **done,
+            **update,
+            **parsed,
+            "messages": shown,
+            "scratch": {**update["scratch"], **extra},
+        }
 
     def required(run: LoopSettings, state: Mapping[str, Any]) -> str | None:
         """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
@@ -418,23 +542,19 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
 
     def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
         made = scratch_of(state).get("iterations", 0)
-        return made < run.max_iterations and steps_left(state, TURN_STEPS)
+        return made < run.max_iterations and steps_left(state, turn_steps)
 
-    def parse(state: SelfAskState, runtime: Runtime[Any]) -> dict[str, Any]:
-        run = settings.for_run(runtime)
-        reply = state["messages"][-1]
-        if not isinstance(reply, AIMessage):
-            return {"status": "error", "error": "the last message is not a model reply"}
+    def parse(state: Mapping[str, Any], run: LoopSettings, reply: AIMessage) -> dict[str, Any]:
+        """Read a reply in the run's mode: the answer, a follow-up for the tools (the reply
+        with its tool calls), a follow-up the model answers itself next turn, or a
+        request to go on. ``messages`` starts with the reply as the run shows it."""
         mode = state.get("tool_mode", "none")
-        if guided(run, mode):
-            return guided_parse(state, run, reply)
         native_calls = reply.tool_calls if mode == "native" else []
         text = content_text(reply.content)
         turn = parse_self_ask(text)
         follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
-        update: dict[str, Any] = {"follow_ups": follow_ups, "pending": []}
+        update: dict[str, Any] = {"follow_ups": follow_ups, "messages": [reply]}
         has_tools = mode != "none" and len(run.tools) > 0
-        turn_number = scratch_of(state).get("iterations", 0)
         if turn.kind == "final" and has_tools and mode != "native" and _open(turn, follow_ups):
             # The tools answer follow-ups: a reply answering its own new question is cut
             # where the tool's answer belongs, and its final line waits for that answer.
@@ -444,7 +564,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         asks = turn.kind in ("tool", "follow_up")
         if require and not asks and not native_calls and can_continue(state, run):
             ask = HumanMessage(prompts.SELF_ASK_REQUIRE_FOLLOW_UP)
-            return {**update, "messages": [*update.get("messages", []), ask]}
+            return {**update, "messages": [*update["messages"], ask]}
         answers = turn.kind == "final" or (turn.kind == "none" and not native_calls)
         if answers and cut_short(reply):
             # A reply cut at the token cap is not an answer: ask once for a short one.
@@ -452,10 +572,10 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
                 ask = loop_prompt(prompts.SHORT_ANSWER)
                 return {
                     **update,
-                    "messages": [*update.get("messages", []), ask],
+                    "messages": [*update["messages"], ask],
                     "scratch": {"shortened": True, "seen": ask.id},
                 }
-            if steps_left(state, ANSWER_STEPS):  # final_answer asks for it, as at the budget
+            if steps_left(state, answer_steps):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
             return {**update, "status": "max_iterations", "answer": answer}
@@ -464,107 +584,60 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             shown = _without_calls(reply) if native_calls else reply
             update["messages"] = [answer_message(shown, turn.answer)]
             return update
-        pending: list[dict[str, Any]] = []
+        calls: list[ToolCall] = []
+        questions: list[str] = []
         if has_tools and native_calls:
-            pending = [
-                {
-                    "id": call.get("id") or f"call_{turn_number}_{index}",
-                    "name": call["name"],
-                    "args": call["args"],
-                    "question": turn.question
-                    if index == 0 and turn.question
-                    else _args_text(call["args"]),
-                    "native": True,
-                }
-                for index, call in enumerate(native_calls)
-            ]
-        elif has_tools and turn.kind in ("tool", "follow_up"):
+            for index, call in enumerate(native_calls):
+                calls.append({**call, "id": call.get("id") or _call_id()})
+                first = index == 0 and turn.question
+                questions.append(turn.question if first else _args_text(call["args"]))
+        elif has_tools and asks:
             first = require if require in run.tools.names else run.tools.names[0]
             name = turn.tool if turn.kind == "tool" else first
             args = turn.tool_input if turn.kind == "tool" else turn.question
+            calls = [ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())]
+            questions = [turn.question or _args_text(args)]
+        if calls and steps_left(state, tool_steps(run)):
             pending = [
-                {
-                    "id": f"call_{turn_number}",
-                    "name": name,
-                    "args": args,
-                    "question": turn.question or _args_text(args),
-                    "native": False,
-                }
+                {"id": call["id"], "name": call["name"], "question": question}
+                for call, question in zip(calls, questions, strict=True)
             ]
-        if pending and steps_left(state, TOOL_STEPS):
-            return {**update, "pending": pending}
+            shown = _with_calls(update["messages"][0], calls)
+            return {**update, "pending": pending, "messages": [shown]}
         if native_calls:
             update["messages"] = [_without_calls(reply)]
-        if not has_tools and turn.kind in ("tool", "follow_up"):
+        if not has_tools and asks:
             follow_ups.append({"question": turn.question, "answer": "", "tool": None})
-        if not pending and can_continue(state, run):
-            prompt = (
-                prompts.SELF_ASK_CONTINUE_SOLO
-                if turn.kind in ("tool", "follow_up")
-                else prompts.SELF_ASK_CONTINUE
-            )
-            update["messages"] = [*update.get("messages", []), HumanMessage(prompt)]
-        elif not steps_left(state, ANSWER_STEPS):
+        if not calls and can_continue(state, run):
+            prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
+            update["messages"] = [*update["messages"], HumanMessage(prompt)]
+        elif not steps_left(state, answer_steps):
             update.update(
                 status="max_iterations", answer=_best_effort(follow_ups, state["messages"])
             )
         return update
 
-    def call_tool(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
-        pending = state.get("pending", [])
-        calls = [
-            ToolCall(name=p["name"], args=coerce_args(run.tools, p["name"], p["args"]), id=p["id"])
-            for p in pending
-        ]
-        results, extra = yield from tools.run_calls(run, state, calls, state.get("tool_log") or [])
-        fence = scratch_of(state).get("fence", "")
-        follow_ups = [
-            *state.get("follow_ups", []),
-            *(
-                {
-                    "question": p["question"],
-                    "answer": unfence(content_text(obs.content), fence),
-                    "tool": p["name"],
-                }
-                for p, obs in zip(pending, results, strict=True)
-            ),
-        ]
-        messages: list[AnyMessage] = [
-            obs for p, obs in zip(pending, results, strict=True) if p.get("native")
-        ]
-        text = "\n\n".join(
-            content_text(obs.content)
-            for p, obs in zip(pending, results, strict=True)
-            if not p.get("native")
-        )
-        if text:
-            messages.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
-        return {
-            **extra,
-            "messages": messages,
-            "pending": [],
-            "tool_log": [AIMessage(content="", tool_calls=calls), *results],
-            "follow_ups": follow_ups,
-            "unread": guided(run, state.get("tool_mode") or "none"),
-        }
-
     def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        """Ask once for the answer (the follow-up budget is spent, or a reply was cut),
+        after answering the last turn's follow-ups from their tool results."""
         run = settings.for_run(runtime)
+        done = settled(state, run)
+        view = {**state, **done}
         if guided(run, state.get("tool_mode") or "none"):
-            return (yield from guided_final(state, runtime))
+            return {**done, **(yield from guided_final(view, runtime))}
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
-        update = yield from model_turn(run, state, [*state["messages"], ask], runtime)
+        update = yield from model_turn(run, view, [*state["messages"], ask], runtime)
         reply = update["messages"][0]
         if reply.tool_calls:
             reply = _without_calls(reply)
         cut = cut_short(reply)  # a reply cut at the token cap is not an answer
         turn = parse_self_ask("" if cut else content_text(reply.content))
-        follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
+        follow_ups = _record_intermediate(list(view.get("follow_ups", [])), turn)
         answer = turn.answer if turn.kind in ("final", "none") else ""
         if not answer:
             answer = turn.intermediate or _best_effort(follow_ups, state["messages"])
         return {
+            **done,
             **update,
             "messages": [ask, answer_message(reply, answer)],
             "follow_ups": follow_ups,
@@ -572,17 +645,26 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "max_iterations",
         }
 
-    def route_parsed(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+    def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") != "running":
             return END
         if state.get("pending"):
-            return "call_tool"
+            calls = pending_calls(state["messages"])
+            if calls:
+                run = settings.for_run(runtime)
+                return "review" if needs_review(run, state) else dispatch(calls)
+            return route_tools(state, runtime)  # a middleware answered every call
         if state.get("finishing"):
             return "final_answer"
         return route_tools(state, runtime)
 
     def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+        if scratch_of(state).get("tool_ended"):  # generate ends the run
+            return "generate"
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
+
+    def route_reviewed(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+        return dispatch(pending_calls(state["messages"])) or route_tools(state, runtime)
 
     policy = settings.retry_policy
     builder = new_graph(
@@ -593,18 +675,28 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         settings=settings,
         tools_node="call_tool",
     )
+    review = ["review"] if settings.review else []
     builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy, model_step=True)
-    builder.add_node("parse", parse)
-    add_step(builder, "call_tool", call_tool, None)
+    # The steps a router leads to are added first, so that its answers lead through
+    # their hook nodes.
+    builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, policy, model_step=True)
+    if review:
+        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
+    add_routed_step(
+        builder,
+        "generate",
+        generate,
+        policy,
+        route_generated,
+        [*review, "call_tool", "generate", "final_answer"],
+        model_step=True,
+    )
     builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
-    route(builder, "generate", lambda state: "parse", ["parse"])
-    route(builder, "parse", route_parsed, ["call_tool", "generate", "final_answer"])
-    # No error exit after call_tool (the drawing has none): tool failures come back as
-    # observations, and a failed tool step ends the run after the next model turn.
-    builder.add_conditional_edges("call_tool", route_tools, ["generate", "final_answer"])
+    route(builder, "call_tool", route_tools, ["generate", "final_answer"])
+    if review:
+        route(builder, "review", route_reviewed, ["call_tool", "generate", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 
@@ -619,10 +711,15 @@ def create_self_ask_graph(
     """Build the Self-Ask loop: follow-up questions, intermediate answers, final answer.
 
     The model writes ``Follow up: <question>``; the question goes to the first tool (its
-    single argument), or to the tool named by ``Tool: X`` / ``Tool Input: Q``, and the
-    result comes back as ``Intermediate answer: <fenced result>``. In native mode the
-    model's tool calls are run and answered with tool messages, while the follow-up
-    grammar still shapes its text. Without tools the model answers its own follow-ups:
+    single argument), or to the tool named by ``Tool: X`` / ``Tool Input: Q``. In native
+    mode the model's own tool calls answer its follow-ups, while the follow-up grammar
+    still shapes its text. In every mode the reply is stored with its tool calls, which
+    the ``after_model`` hooks see (``HumanInTheLoopMiddleware`` approves, edits or rejects
+    them), they run on the shared tool step (``wrap_tool_call``, ``Command`` returns
+    including ``Command.PARENT``, ``return_direct``), and each is answered by a
+    ``ToolMessage`` in ``messages``; ``max_tool_calls`` and the loop-break count every
+    call of the run. A json- or text-mode model reads each result back as
+    ``Intermediate answer: <fenced result>``. Without tools the model answers its own follow-ups:
     it is asked to continue with ``Intermediate answer:``. ``So the final answer is:``
     ends the loop (it wins over anything else in the same reply); a reply with no
     marker is itself the answer.

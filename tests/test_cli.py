@@ -30,7 +30,7 @@ def test_draw_prints_mermaid(name, capsys):
         "plan_execute": {"prepare", "plan", "execute", "synthesize"},
         "react": {"select_tools", "generate", *tool_steps},
         "reflexion": {"prepare", "generate", "evaluate", "reflect"},
-        "self_ask": {"prepare", "generate", "parse", *tool_steps},
+        "self_ask": {"prepare", "generate", *tool_steps},
         "tot": {"prepare", "expand", "score_branches", "final_answer"},
     }[name]
     nodes = set(re.findall(r"^\t(\w+)\(", out, flags=re.MULTILINE))

@@ -86,7 +86,7 @@ def test_updates_mode_shows_each_node(name):
         "plan_execute": (["prepare", "plan", "execute", "synthesize"], 4),
         "react": (["generate"], 1),  # plain chat: one step, the run set up inside it
         "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
-        "self_ask": (["prepare", "generate", "parse"], 1),
+        "self_ask": (["prepare", "generate"], 1),
         "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers
     }[name]
     assert nodes == expected_nodes
