@@ -22,6 +22,7 @@ from tests.scripts import FAST_RETRY, MODES, model_for
 from tests.test_self_ask import (
     FACTS,
     Q1,
+    Q2,
     QUESTION,
     Search,
     ask,
@@ -222,3 +223,17 @@ def test_a_small_recursion_limit_with_model_hooks_never_raises(mode, limit):
     results = {m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)}
     calls = {c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}
     assert calls == results  # no follow-up is left without its result
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_tool_calls_counts_the_follow_ups_of_every_turn(mode):
+    search = Search()
+    replies = [ask(mode, Q1), ask(mode, Q2), "So the final answer is: Sergio Mattarella"]
+    _model, graph = build(mode, replies, [search.tool], max_tool_calls=1)
+
+    out = graph.invoke(QUESTION)
+
+    assert search.queries == [Q1]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(results) == 2 and "Not run" in content_text(results[1].content)
+    assert out["follow_ups"][1]["answer"].startswith("Not run")
