@@ -1,0 +1,177 @@
+"""The host app's contract, on every loop it concerns: approvals stop every tool call
+before it runs, input redaction reaches every model request, and a tool's handoff to the
+parent graph routes the parent."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from langchain.agents.middleware import HumanInTheLoopMiddleware, PIIMiddleware
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import InjectedState
+from langgraph.types import Command
+
+from loopgraphs import LOOPS, build_loop
+from tests.clients.support import LOOP_SCRIPTS, SEARCH_ARGS, TOOL_LOOPS
+from tests.compat.middleware_support import native
+
+QUESTION = "My email is ann@example.com. What is six times seven?"
+NO_TOOL_SCRIPTS: dict[str, list[Any]] = {
+    "cot": ["Six times seven.\nFINAL ANSWER: 42"],
+    "tot": ["1. six\n2. seven\n3. both", '{"scores": [7, 3, 1]}', "ANSWER: 42"],
+}
+OPTIONS: dict[str, dict[str, Any]] = {"tot": {"max_depth": 1}}
+
+
+class Refunds:
+    """A side-effecting tool that records each time it really runs."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+        @tool
+        def search(query: str) -> str:
+            """Look a fact up (and, here, make a refund)."""
+            self.made.append(query)
+            return "42"
+
+        self.tool = search
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_approval_stops_every_loops_tool_call_before_it_runs(loop):
+    refunds = Refunds()
+    model = native(LOOP_SCRIPTS[loop]("search", SEARCH_ARGS))
+    approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
+    graph = LOOPS[loop](model, [refunds.tool], middleware=[approval], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"approve-{loop}"}}
+
+    paused = graph.invoke({"messages": [HumanMessage("What is six times seven?")]}, config)
+    (interrupt,) = paused["__interrupt__"]
+    (action,) = interrupt.value["action_requests"]
+    assert action["name"] == "search" and action["args"] == SEARCH_ARGS
+    assert refunds.made == []
+
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert refunds.made == [SEARCH_ARGS["query"]]
+    assert out["status"] == "completed" and "42" in out["answer"]
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_rejected_call_never_runs_in_any_loop(loop):
+    refunds = Refunds()
+    model = native(LOOP_SCRIPTS[loop]("search", SEARCH_ARGS), repeat_last=True)
+    approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
+    graph = LOOPS[loop](model, [refunds.tool], middleware=[approval], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"reject-{loop}"}}
+
+    graph.invoke({"messages": [HumanMessage("What is six times seven?")]}, config)
+    decision = {"type": "reject", "message": "No refunds today."}
+    out = graph.invoke(Command(resume={"decisions": [decision]}), config)
+    while "__interrupt__" in out:  # the loop may ask again: keep saying no
+        out = graph.invoke(Command(resume={"decisions": [decision]}), config)
+    assert refunds.made == []
+    assert out["status"] != "error"
+    rejected = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "search"]
+    assert rejected and all("No refunds today." in str(m.content) for m in rejected)
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+def test_input_redaction_reaches_every_model_request(loop):
+    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
+    model = native(script)
+    tools = [Refunds().tool] if loop in TOOL_LOOPS else []
+    pii = PIIMiddleware("email", strategy="redact", apply_to_input=True)
+    graph = build_loop(loop, model, tools, middleware=[pii], **OPTIONS.get(loop, {}))
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+
+    assert out["status"] == "completed"
+    assert model.call_count == out["llm_calls"] > 0
+    for prompt in model.prompts:
+        text = " ".join(str(m.content) for m in prompt)
+        assert "ann@example.com" not in text
+    assert any("[REDACTED_EMAIL]" in " ".join(map(str, p)) for p in model.prompts)
+
+
+@tool
+def hand_over(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Hand the conversation to the billing team."""
+    done = ToolMessage("Handed to billing.", tool_call_id=tool_call_id, name="hand_over")
+    return Command(goto="billing", graph=Command.PARENT, update={"messages": [done]})
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_tool_handoff_routes_the_parent_graph_from_every_loop(loop):
+    model = native(LOOP_SCRIPTS[loop]("hand_over", {}), repeat_last=True)
+    agent = LOOPS[loop](model, [hand_over], name="assistant")
+    visited: list[str] = []
+
+    def billing(state: MessagesState) -> dict[str, Any]:
+        visited.append("billing")
+        return {}
+
+    parent = StateGraph(MessagesState)
+    parent.add_node("assistant", agent)
+    parent.add_node("billing", billing)
+    parent.add_edge(START, "assistant")
+    parent.add_edge("assistant", END)
+    parent.add_edge("billing", END)
+    out = parent.compile().invoke({"messages": [HumanMessage("I want my money back.")]})
+
+    assert visited == ["billing"]
+    handed = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "hand_over"]
+    assert len(handed) == 1 and "Handed to billing." in str(handed[0].content)
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+def test_every_reply_a_loop_adds_carries_the_agent_name(loop):
+    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
+    tools = [Refunds().tool] if loop in TOOL_LOOPS else []
+    options = {"name": "math_expert", **OPTIONS.get(loop, {})}
+    graph = build_loop(loop, native(script), tools, **options)
+    out = graph.invoke({"messages": [HumanMessage("What is six times seven?")]})
+
+    added = [m for m in out["messages"][1:] if isinstance(m, AIMessage)]
+    assert added and {m.name for m in added} == {"math_expert"}
+    assert graph.name == "math_expert"
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+def test_without_a_name_replies_carry_none(loop):
+    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
+    tools = [Refunds().tool] if loop in TOOL_LOOPS else []
+    graph = build_loop(loop, native(script), tools, **OPTIONS.get(loop, {}))
+    out = graph.invoke({"messages": [HumanMessage("What is six times seven?")]})
+    assert all(m.name is None for m in out["messages"] if isinstance(m, AIMessage))
+
+
+@tool
+def relay(
+    state: Annotated[dict, InjectedState], tool_call_id: Annotated[str, InjectedToolCallId]
+) -> Command:
+    """Pass the conversation on, as a swarm's handoff tool does."""
+    done = ToolMessage("Relayed.", tool_call_id=tool_call_id, name="relay")
+    return Command(update={"messages": [*state["messages"], done]})
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_tool_sending_the_history_back_rewrites_none_of_it(loop):
+    earlier = [
+        HumanMessage("Look up the order."),
+        AIMessage("", tool_calls=[{"name": "search", "args": {"query": "o"}, "id": "old"}]),
+        ToolMessage("Order 7 shipped.", tool_call_id="old", name="search", id="old-result"),
+        AIMessage("It shipped."),
+    ]
+    model = native(LOOP_SCRIPTS[loop]("relay", {}), repeat_last=True)
+    graph = LOOPS[loop](model, [relay])
+    out = graph.invoke({"messages": [*earlier, HumanMessage("Pass it on.")]})
+
+    kept = next(m for m in out["messages"] if m.id == "old-result")
+    assert kept.content == "Order 7 shipped."
+    relayed = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "relay"]
+    assert len(relayed) == 1 and str(relayed[0].content).count("<<tool_output ") == 1
+    assert "Relayed." in str(relayed[0].content)
