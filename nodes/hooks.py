@@ -14,8 +14,10 @@ clears the transcript, as summarization needs). A hook whose method is declared 
 ``can_jump_to`` (``@hook_config`` or the decorators' argument) may return ``jump_to``:
 ``"model"`` goes back to the step's first ``before_model`` node, ``"tools"`` to the
 loop's tool node, ``"end"`` ends the run at once: no further model call, the status is
-set (see ``finish``) and the ``after_agent`` nodes run. ``jump_to`` is never part of the
-state a user sees.
+set (see ``finish``) and the ``after_agent`` nodes run. A ``before_model`` hook ending the
+run stops it before the model could answer (a call limit, say): the status is
+"max_iterations" and the answer the best one the run had before the hook's message.
+``jump_to`` is never part of the state a user sees.
 
 The first model step of ReAct (``generate``) gets create_agent's node names
 (``"{name}.before_model"``); the hooks of a loop's other model steps are named after the
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.channels.base import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
@@ -42,6 +44,7 @@ from loopgraphs.nodes.runner import RunnableCallable, node_callable
 from loopgraphs.state import empty_usage, starts_run, state_after
 
 FINISH = "finish"
+STOPPED = "stopped"
 
 
 def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
@@ -179,10 +182,12 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
     ``StateGraph``."""
 
     wiring: Wiring
+    _deferred: list[Callable[[], Any]]
 
     def use(self, wiring: Wiring) -> None:
         """Set the wiring up: the agent hooks at ``START`` and ``END``."""
         self.wiring = wiring
+        self._deferred = []
         mw = wiring.middleware
         after = mw.with_hook("after_agent") if wiring.agent_hooks else []
         if after:
@@ -196,6 +201,9 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         if any("end" in can_jump_to(m, hook) for m in mw.items for hook in _HOOK_NAMES):
             StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))
             StateGraph.add_edge(self, FINISH, wiring.end)
+        if any("end" in can_jump_to(m, "before_model") for m in mw.items):
+            StateGraph.add_node(self, STOPPED, _finish_node(wiring.resets, stopped=True))
+            StateGraph.add_edge(self, STOPPED, wiring.end)
 
     def add_model_step(
         self, step: str, *, settles_answer: bool = False, fan_out: Any = None
@@ -292,7 +300,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         targets = {
             "model": wiring.entry(model_step) if model_step else default,
             "tools": wiring.tools_node or default,
-            "end": FINISH,
+            "end": STOPPED if hook == "before_model" else FINISH,
         }
 
         def jump(state: dict[str, Any]) -> Any:
@@ -305,10 +313,30 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)
         StateGraph.add_conditional_edges(self, source, path, list(dict.fromkeys(destinations)))
 
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """Compile the graph, after adding the edges that lead to steps added later than
+        them (see ``_later``)."""
+        pending = getattr(self, "_deferred", [])
+        while pending:
+            pending.pop(0)()
+        return super().compile(*args, **kwargs)
+
+    def _later(self, targets: Any, add: Callable[[], Any]) -> bool:
+        """Whether an edge to ``targets`` waits for compile time, and if so keep ``add``
+        for then: an edge to a step not added yet would enter the step itself, before its
+        ``before_model`` hook nodes exist, so a router naming it would find no branch."""
+        names = targets if isinstance(targets, list) else [targets]
+        if all(name == END or name in self.nodes for name in names):
+            return False
+        self._deferred.append(add)
+        return True
+
     def add_edge(self, start_key: str | list[str], end_key: str) -> LoopGraph:
         wiring = getattr(self, "wiring", None)
         if wiring is None:
             return super().add_edge(start_key, end_key)  # type: ignore[return-value]
+        if self._later(end_key, lambda: self.add_edge(start_key, end_key)):
+            return self
         if start_key == START:
             wiring.start = end_key
             if wiring.agent_hooks and wiring.middleware.with_hook("before_agent"):
@@ -333,6 +361,10 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         wiring = getattr(self, "wiring", None)
         if wiring is None:
             return super().add_conditional_edges(source, path, path_map)  # type: ignore[return-value]
+        if path_map and self._later(
+            list(path_map), lambda: self.add_conditional_edges(source, path, path_map)
+        ):
+            return self
         mapped = [wiring.entry(target) for target in path_map] if path_map else path_map
         if inspect.isfunction(path):
             path = _mapped_router(path, wiring)
@@ -360,10 +392,13 @@ def _mapped_router(router: Any, wiring: Wiring) -> Any:
 _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
 
 
-def _finish_node(resets: Mapping[str, Any]) -> RunnableCallable:
+def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> RunnableCallable:
     """The node a jump to ``"end"`` goes to: the run ends with the transcript's last
     answer (``completed`` when the last message is an answer, else ``max_iterations``).
-    A jump before the run's first step also resets the run's counters (``resets``)."""
+    With ``stopped`` (a ``before_model`` hook's jump: the model was not let answer) the
+    run ends ``max_iterations`` with the best answer its messages held before the hook's
+    closing message. A jump before the run's first step also resets the run's counters
+    (``resets``)."""
 
     def finish(state: dict[str, Any]) -> dict[str, Any]:
         new_run = starts_run(state)
@@ -372,15 +407,39 @@ def _finish_node(resets: Mapping[str, Any]) -> RunnableCallable:
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
-        text = content_text(last.content).strip() if answered and last is not None else ""
-        update = {
-            "status": "completed" if answered else "max_iterations",
-            "answer": text or best_effort_answer(messages),
-            "error": "",
-        }
+        if stopped:
+            update = {
+                "status": "max_iterations",
+                "answer": best_effort_answer(_before_closing(messages, last if answered else None)),
+                "error": "",
+            }
+        else:
+            text = content_text(last.content).strip() if answered and last is not None else ""
+            update = {
+                "status": "completed" if answered else "max_iterations",
+                "answer": text or best_effort_answer(messages),
+                "error": "",
+            }
         return {**resets, **update} if new_run else update
 
-    return RunnableCallable(finish, None, name=FINISH, trace=False)
+    return RunnableCallable(finish, None, name=STOPPED if stopped else FINISH, trace=False)
+
+
+def _before_closing(messages: list[Any], closing: AIMessage | None) -> list[Any]:
+    """The run's own messages (after the conversation's last human message) without the
+    hook's ``closing`` message and its copies (a step inside the loop may have ended on
+    it already)."""
+    start = next(
+        (i + 1 for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
+        0,
+    )
+    if closing is None:
+        return messages[start:]
+    return [
+        m
+        for m in messages[start:]
+        if not (isinstance(m, AIMessage) and m.content == closing.content and not m.tool_calls)
+    ]
 
 
 def wire(
@@ -404,4 +463,4 @@ def wire(
     builder.use(Wiring(middleware, loop, tools_node, agent_hooks, resets, main_step=main_step))
 
 
-__all__ = ["FINISH", "LoopGraph", "Wiring", "can_jump_to", "wire"]
+__all__ = ["FINISH", "STOPPED", "LoopGraph", "Wiring", "can_jump_to", "wire"]
