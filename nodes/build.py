@@ -220,9 +220,71 @@ def compile_loop(
         builder.finish_hooks()
     if settings.response_format is not None:
         builder = _with_structured_response(builder, settings, name)
+    renames = options.get("result_keys")
+    if renames is not None:
+        builder = _with_result_keys(builder, renames, name)
     return builder.compile(
         checkpointer=options.get("checkpointer"), store=options.get("store"), name=name
     )
+
+
+def check_result_keys(renames: Any, output: type[Any]) -> dict[str, str]:
+    """Validate ``result_keys`` against the keys a loop returns (``output``, its output
+    schema): each renamed key is one of them, each new name a new key, all distinct.
+
+    Raises:
+        TypeError, ValueError: naming the bad key.
+    """
+    if not isinstance(renames, Mapping):
+        raise TypeError(
+            f"result_keys must be a mapping of result key to new name; got {type(renames).__name__}"
+        )
+    returned = _fields(output)
+    checked: dict[str, str] = {}
+    for key, new in renames.items():
+        if key not in returned:
+            raise ValueError(
+                f"result_keys: {key!r} is not a key the loop returns; it returns "
+                f"{', '.join(sorted(returned))}"
+            )
+        if not isinstance(new, str) or not new.isidentifier():
+            raise ValueError(
+                f"result_keys[{key!r}] must be a key name (an identifier); got {new!r}"
+            )
+        if new in returned or new in checked.values():
+            raise ValueError(
+                f"result_keys[{key!r}] = {new!r} would clash with another key the loop returns"
+            )
+        checked[key] = new
+    return checked
+
+
+def _with_result_keys(
+    loop: StateGraph[Any, Any, Any, Any], renames: Any, name: str
+) -> StateGraph[Any, Any, Any, Any]:
+    """The loop as a subgraph followed by a node copying its renamed result keys to their
+    new names; the graph returns them under the new names only."""
+    checked = check_result_keys(renames, loop.output_schema)
+    returned = _fields(loop.output_schema)
+    renamed = {checked.get(key, key): hint for key, hint in returned.items()}
+    added = {new: returned[key] for key, new in checked.items()}
+    state = loop.state_schema
+    outer: StateGraph[Any, Any, Any, Any] = StateGraph(
+        merged(state.__name__, state, None, added),
+        context_schema=loop.context_schema,
+        input_schema=loop.input_schema,
+        output_schema=TypedDict(loop.output_schema.__name__, renamed, total=False),  # type: ignore[operator]
+    )
+    outer.add_node(name, loop.compile(name=name))
+
+    def result_keys(state: Any) -> dict[str, Any]:
+        return {new: state[key] for key, new in checked.items() if key in state}
+
+    outer.add_node("result_keys", result_keys)
+    outer.add_edge(START, name)
+    outer.add_edge(name, "result_keys")
+    outer.add_edge("result_keys", END)
+    return outer
 
 
 def _with_structured_response(

@@ -57,6 +57,9 @@ class LoopOptions(TypedDict, total=False):
         checkpointer: Passed to ``compile()``: threads, resume and interrupts.
         store: Passed to ``compile()``: long-term memory, ``InjectedStore`` in tools.
         name: Name of the compiled graph (default: the loop's name).
+        result_keys: Renames the loop's result keys in what the compiled graph returns,
+            e.g. ``{"status": "math_status", "answer": "math_answer"}``: a host graph
+            running the loop as a node keeps its own keys of those names.
         state_schema: A TypedDict with extra keys; they flow in and out of the graph.
         context_schema: The run context's type (``graph.invoke(..., context=...)``);
             loopgraphs' own context fields (``LoopContext``) keep working when present.
@@ -76,6 +79,7 @@ class LoopOptions(TypedDict, total=False):
     checkpointer: BaseCheckpointSaver[Any] | bool | None
     store: BaseStore | None
     name: str | None
+    result_keys: Mapping[str, str] | None
     state_schema: type[Any] | None
     context_schema: type[Any] | None
     response_format: type[Any] | dict[str, Any] | None
@@ -121,7 +125,7 @@ class ToolLoopOptions(LoopOptions, total=False):
 
 LOOP_OPTION_NAMES = frozenset(LoopOptions.__annotations__)
 TOOL_OPTION_NAMES = LOOP_OPTION_NAMES | frozenset(ToolLoopOptions.__annotations__)
-COMPILE_OPTION_NAMES = frozenset({"checkpointer", "store", "name"})
+COMPILE_OPTION_NAMES = frozenset({"checkpointer", "store", "name", "result_keys"})
 
 
 @dataclass(frozen=True)
