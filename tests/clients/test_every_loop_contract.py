@@ -16,7 +16,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 
 from loopgraphs import LOOPS, build_loop
-from tests.clients.support import LOOP_SCRIPTS, SEARCH_ARGS, TOOL_LOOPS
+from tests.clients.support import LOOP_SCRIPTS, SEARCH_ARGS, TOOL_LOOPS, loop_agent
 from tests.compat.middleware_support import native
 
 QUESTION = "My email is ann@example.com. What is six times seven?"
@@ -127,28 +127,6 @@ def test_a_tool_handoff_routes_the_parent_graph_from_every_loop(loop):
     assert len(handed) == 1 and "Handed to billing." in str(handed[0].content)
 
 
-@pytest.mark.parametrize("loop", list(LOOPS))
-def test_every_reply_a_loop_adds_carries_the_agent_name(loop):
-    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
-    tools = [Refunds().tool] if loop in TOOL_LOOPS else []
-    options = {"name": "math_expert", **OPTIONS.get(loop, {})}
-    graph = build_loop(loop, native(script), tools, **options)
-    out = graph.invoke({"messages": [HumanMessage("What is six times seven?")]})
-
-    added = [m for m in out["messages"][1:] if isinstance(m, AIMessage)]
-    assert added and {m.name for m in added} == {"math_expert"}
-    assert graph.name == "math_expert"
-
-
-@pytest.mark.parametrize("loop", list(LOOPS))
-def test_without_a_name_replies_carry_none(loop):
-    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
-    tools = [Refunds().tool] if loop in TOOL_LOOPS else []
-    graph = build_loop(loop, native(script), tools, **OPTIONS.get(loop, {}))
-    out = graph.invoke({"messages": [HumanMessage("What is six times seven?")]})
-    assert all(m.name is None for m in out["messages"] if isinstance(m, AIMessage))
-
-
 @tool
 def relay(
     state: Annotated[dict, InjectedState], tool_call_id: Annotated[str, InjectedToolCallId]
@@ -175,3 +153,31 @@ def test_a_tool_sending_the_history_back_rewrites_none_of_it(loop):
     relayed = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "relay"]
     assert len(relayed) == 1 and str(relayed[0].content).count("<<tool_output ") == 1
     assert "Relayed." in str(relayed[0].content)
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_loop_node_streams_its_steps_and_keeps_the_hosts_keys(loop):
+    class Host(MessagesState):
+        status: str
+
+    agent, _ = loop_agent(loop, result_keys={"status": "agent_status"})
+    parent = StateGraph(Host)
+    parent.add_node("triage", lambda state: {"status": "triaged"})
+    parent.add_node("assistant", agent)
+    parent.add_edge(START, "triage")
+    parent.add_edge("triage", "assistant")
+    parent.add_edge("assistant", END)
+    graph = parent.compile()
+    request = {"messages": [HumanMessage("What is six times seven?")]}
+
+    inner: set[str] = set()
+    out: dict[str, Any] = {}
+    modes = ["updates", "values"]
+    for namespace, mode, data in graph.stream(request, stream_mode=modes, subgraphs=True):
+        if mode == "values" and not namespace:
+            out = data
+        elif mode == "updates" and namespace and namespace[0].startswith("assistant:"):
+            inner.update(data)
+    assert "call_tool" in inner
+    assert out["status"] == "triaged"
+    assert any(isinstance(m, ToolMessage) and m.name == "search" for m in out["messages"])
