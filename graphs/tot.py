@@ -109,7 +109,9 @@ class ToTOutput(OutputState, total=False):
     ``branches`` is the beam (best first); ``candidates`` the last level's candidates
     (``thoughts``, ``score`` (None if unscored), ``parent``, ``index``, ``answer``);
     ``depth`` the levels expanded; ``best_path`` the thoughts of the best branch (or of
-    the answering one); ``stop_reason`` why the search stopped.
+    the answering one); ``stop_reason`` why the search stopped; ``problem`` the question
+    as the run's last request showed it (after the hooks: a redacted address stays
+    redacted).
     """
 
     problem: str
@@ -247,6 +249,7 @@ def build_tot(
                 return {
                     "status": "completed",
                     "answer": answer,
+                    "problem": request_of(state),
                     "messages": [AIMessage(answer, name=settings.agent_name)],
                     "best_path": candidate["thoughts"],
                     "depth": depth,
@@ -302,6 +305,7 @@ def build_tot(
             "status": status,
             "messages": [AIMessage(answer, name=settings.agent_name)] if answer else [],
             "best_path": path,
+            "problem": request_of(state),
         }
 
     def contained(logic: LogicFactory) -> LogicFactory:

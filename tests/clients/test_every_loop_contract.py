@@ -95,6 +95,8 @@ def test_input_redaction_reaches_every_model_request(loop):
         text = " ".join(str(m.content) for m in prompt)
         assert "ann@example.com" not in text
     assert any("[REDACTED_EMAIL]" in " ".join(map(str, p)) for p in model.prompts)
+    # Nor is it in anything the run hands back.
+    assert "ann@example.com" not in repr(out)
 
 
 @tool
