@@ -140,7 +140,8 @@ def structured_call(
             a TypedDict or dataclass, or a JSON schema dict.
         instructions: The loop's system text for the call (or a function of the tools).
         tools: Tools the instructions describe (the request's ``tools``; they are not
-            bound: the schema is the only tool of the native level).
+            bound: the schema is the only tool of the native level, and the text level
+            only describes them, so a model without function calling can answer it).
         with_system: Whether the caller's system prompt goes first.
         levels: Levels to try, in order; default from the model's profile.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
@@ -155,6 +156,7 @@ def structured_call(
     """
     ask = asking(model)
     form = Form(instructions)
+    described = Form(instructions, tools="prompt")  # the text level binds no tool
     result = StructuredResult(value=None, level="failed")
     rejection: BaseException | None = None
     rejected = 0  # requests the provider refused; they count as calls, not as replies
@@ -172,7 +174,7 @@ def structured_call(
                 prompt.append(HumanMessage(REFORMAT_JSON.format(schema=_schema_text(schema))))
             call = ask.call(
                 prompt,
-                form,
+                described if level == "text" else form,
                 tools=tools,
                 response_format=_strategy(level, schema),
                 with_system=with_system,
