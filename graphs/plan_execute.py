@@ -352,10 +352,11 @@ def build_plan_execute(
                 "error": out.get("error") or f"step {index + 1} failed",
                 "answer": result or previous,
             }
-        text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
-        message = AIMessage(text, name=settings.agent_name)
         work = tool_work(out.get("messages") or [])
-        return {**update, "answer": result, "messages": [*work, message]}
+        if result:  # a step that gave nothing (stopped before the model answered) says nothing
+            text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
+            work.append(AIMessage(text, name=settings.agent_name))
+        return {**update, "answer": result, "messages": work}
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         run = settings.for_run(runtime)

@@ -1,4 +1,5 @@
-"""Plan-and-Execute with a chat model that has no function calling at all."""
+"""Plan-and-Execute with a chat model that has no function calling at all, and under a
+middleware limit that ends the run."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from langchain.agents.middleware import ModelCallLimitMiddleware
 
 from loopgraphs.graphs.plan_execute import create_plan_execute_graph
-from tests.fakes import ScriptedChatModel
+from tests.fakes import ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, act, final
 
 
@@ -25,7 +27,7 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-@pytest.mark.parametrize("mode", ["json", "text"])
+@pytest.mark.parametrize("mode", ["auto", "json", "text"])
 def test_plan_execute_without_function_calling_plans_in_text(mode: str) -> None:
     """The text level of the structured plan call binds no tool, so a model without
     function calling plans, runs its step in text and answers."""
@@ -44,3 +46,26 @@ def test_plan_execute_without_function_calling_plans_in_text(mode: str) -> None:
     assert out["answer"] == "The answer: value of a."
     assert out["step_results"][0]["status"] == "completed"
     assert any(m.type == "tool" and "value of a" in str(m.content) for m in out["messages"])
+
+
+def test_a_model_call_limit_leaves_the_steps_it_stopped_not_completed() -> None:
+    """A middleware limit that ends the run before the later steps' model calls: those
+    steps are not marked completed, and the answer is the result the run had."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("Plan", {"steps": ["look it up", "add", "answer"]})),
+            calls(tool_call("lookup", {"key": "a"})),
+            "Step result: 42.",
+        ],
+        profile={"tool_calling": True, "structured_output": True},
+    )
+    limit = ModelCallLimitMiddleware(run_limit=3, exit_behavior="end")
+    graph = create_plan_execute_graph(model, [lookup], middleware=[limit])
+    out = graph.invoke({"messages": [("user", "What is a?")]})
+
+    assert out["status"] == "max_iterations" and out["llm_calls"] == 3
+    first, *stopped = out["step_results"]
+    assert first["status"] == "completed"
+    assert stopped and all(r["status"] != "completed" and not r["result"] for r in stopped)
+    assert "42" in out["answer"]
+    assert not any(m.type == "ai" and m.content.endswith("Result: ") for m in out["messages"])
