@@ -169,8 +169,20 @@ class ToolGuard:
     tool_wrapper: Callable[[ToolCallRequest, Any], ToolResult] | None = None
     async_tool_wrapper: Callable[[ToolCallRequest, Any], Awaitable[ToolResult]] | None = None
 
-    def before(self, request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
-        """The request to run, or the answer given without running the tool."""
+    def before(
+        self, request: ToolCallRequest, served: bool = False
+    ) -> ToolCallRequest | ToolMessage:
+        """The request to run, or the answer given without running the tool.
+
+        Args:
+            request: The call as ``ToolNode`` hands it over.
+            served: Whether a ``wrap_tool_call`` runs around the tool: a call of a name the
+                loop does not know then goes on, as in ``create_agent``, for the wrapper
+                may serve it with a tool of its own (``request.override(tool=...)``).
+
+        Returns:
+            The request to run, or the answer given without running the tool.
+        """
         state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
         scratch = scratch_of(state)
         call = request.tool_call
@@ -182,11 +194,10 @@ class ToolGuard:
             call = reviewed_call(call, decision)
             tool = self.registry.get(call["name"])
             request = request.override(tool_call=call, **({"tool": tool} if tool else {}))
-        if request.tool is None or request.tool.name != call["name"]:
-            available = ", ".join(self.registry.names) or "none"
-            return _error(
-                call, f"Error: unknown tool '{call['name']}'. Available tools: {available}."
-            )
+        if request.tool is not None and request.tool.name != call["name"]:
+            request = dataclasses.replace(request, tool=None)
+        if request.tool is None and not served:
+            return self._unknown(call)
         if self.max_tool_calls is None and not self.loop_break:
             return request
         messages = state.get("messages") or []
@@ -313,13 +324,16 @@ class ToolGuard:
         """``wrap_tool_call`` for ``ToolNode``: the guard's checks, then the middleware's
         ``wrap_tool_call`` chain around the tool, within the timeout; a failure becomes an
         error observation, and the result is fenced and truncated."""
-        checked = self.before(request)
+        wrapper = self.tool_wrapper
+        checked = self.before(request, served=wrapper is not None)
         if isinstance(checked, ToolMessage):
             return checked
-        wrapper = self.tool_wrapper
+
+        def known(request: ToolCallRequest) -> ToolResult:
+            return self._unknown(request.tool_call) if request.tool is None else execute(request)
 
         def run(request: ToolCallRequest) -> ToolResult:
-            return wrapper(request, execute) if wrapper is not None else execute(request)
+            return wrapper(request, known) if wrapper is not None else execute(request)
 
         try:
             if self.timeout is None:
@@ -339,11 +353,17 @@ class ToolGuard:
         execute: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
         """``awrap_tool_call`` for ``ToolNode`` (see ``wrap``)."""
-        checked = self.before(request)
+        wrapper = self.async_tool_wrapper
+        checked = self.before(request, served=wrapper is not None)
         if isinstance(checked, ToolMessage):
             return checked
-        wrapper = self.async_tool_wrapper
-        run = wrapper(checked, execute) if wrapper is not None else execute(checked)
+
+        async def known(request: ToolCallRequest) -> ToolResult:
+            if request.tool is None:
+                return self._unknown(request.tool_call)
+            return await execute(request)
+
+        run = wrapper(checked, known) if wrapper is not None else execute(checked)
         try:
             result = await _limited(run, self.timeout)
         except asyncio.TimeoutError:
@@ -351,6 +371,11 @@ class ToolGuard:
         except Exception as exc:
             result = self._failed(checked, exc)
         return self.after(checked, result)
+
+    def _unknown(self, call: ToolCall) -> ToolMessage:
+        """The observation for a call of a tool neither the loop nor a wrapper serves."""
+        available = ", ".join(self.registry.names) or "none"
+        return _error(call, f"Error: unknown tool '{call['name']}'. Available tools: {available}.")
 
     def _failed(self, request: ToolCallRequest, exc: Exception) -> ToolMessage:
         """The observation for a tool call that raised (after the middleware's chain had
