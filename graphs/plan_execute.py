@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -32,7 +32,7 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
-from loopgraphs.graphs.react_subgraph import ReactSubgraph
+from loopgraphs.graphs.react_subgraph import ReactSubgraph, tool_work
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
@@ -183,17 +183,6 @@ def results_text(results: Sequence[dict[str, str]], limit: int | None = None) ->
     share = limit // (len(blocks) - dropped)
     head = [prompts.EARLIER_RESULTS_LEFT_OUT.format(count=dropped)] if dropped else []
     return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
-
-
-def tool_work(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """A step's tool calls and their results, for the run's transcript: each assistant
-    message that called tools and each ``ToolMessage``, as the step's ReAct run left them
-    (its prompt and its own answer stay out: the step's result message stands for them)."""
-    return [
-        m
-        for m in messages
-        if isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls)
-    ]
 
 
 def step_failed(record: dict[str, str]) -> bool:
@@ -352,7 +341,9 @@ def build_plan_execute(
                 "error": out.get("error") or f"step {index + 1} failed",
                 "answer": result or previous,
             }
-        work = tool_work(out.get("messages") or [])
+        # The step's tool calls and results join the transcript (its prompt and its own
+        # answer stay out: the step's result message stands for them).
+        work = list(tool_work(out.get("messages") or []))
         if result:  # a step that gave nothing (stopped before the model answered) says nothing
             text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
             work.append(AIMessage(text, name=settings.agent_name))

@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.errors import ParentCommand
@@ -19,9 +19,10 @@ from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
+from loopgraphs.nodes.call_tool import EARLIER_CALLS, earlier_calls
 from loopgraphs.nodes.runner import Call
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import empty_usage
+from loopgraphs.state import empty_usage, scratch_of
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
 # margin for tool selection, the final answer and synthesis.
@@ -40,11 +41,13 @@ class ReactCall(Call):
 
     max_iterations: int = 10
     context: Any = None  # the run context for the subgraph; None: the caller's
+    earlier: tuple[AnyMessage, ...] = ()  # the run's calls and results before this run
 
     def _config(self, config: RunnableConfig) -> RunnableConfig:
         needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
         limit = max(int(config.get("recursion_limit") or 0), needed)
-        return {**config, "recursion_limit": limit}
+        configurable = {**(config.get("configurable") or {}), EARLIER_CALLS: self.earlier}
+        return {**config, "recursion_limit": limit, "configurable": configurable}
 
     def invoke(self, config: RunnableConfig) -> Any:
         return self.runnable.invoke(self.input, self._config(config), context=self.context)
@@ -122,7 +125,9 @@ class ReactSubgraph:
             budget = max_iterations
         carried = {key: state[key] for key in self.extra if key in state}
         given = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
-        inner = ReactCall(self.graph, {"messages": given, **carried}, budget, context)
+        start = scratch_of(state).get("transcript_start") or 0
+        earlier = (*earlier_calls(get_config()), *tool_work((state.get("messages") or [])[start:]))
+        inner = ReactCall(self.graph, {"messages": given, **carried}, budget, context, earlier)
         try:
             out = yield inner
         except ParentCommand as handoff:
@@ -142,6 +147,16 @@ class ReactSubgraph:
 
 
 _ABSENT = object()
+
+
+def tool_work(messages: Sequence[AnyMessage]) -> tuple[AnyMessage, ...]:
+    """The tool calls and results among ``messages``: each assistant message that called
+    tools and each ``ToolMessage``."""
+    return tuple(
+        m
+        for m in messages
+        if isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls)
+    )
 
 
 def handed_on(

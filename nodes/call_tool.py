@@ -131,6 +131,20 @@ def run_calls(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall]:
             yield from message.tool_calls
 
 
+# The config key that carries the tool calls (and results) a run made before one of its
+# inner ReAct runs started: a Plan-and-Execute step's earlier steps, a Reflexion
+# episode's earlier episodes. ``max_tool_calls`` and the loop-break count them, so both
+# hold for the whole run; they are not part of the inner run's prompt.
+EARLIER_CALLS = "loopgraphs_earlier_calls"
+
+
+def earlier_calls(config: Mapping[str, Any] | None) -> Sequence[AnyMessage]:
+    """The run's calls and results made before the inner run that ``config`` belongs to
+    (none outside an inner run)."""
+    configurable = (config or {}).get("configurable") or {}
+    return tuple(configurable.get(EARLIER_CALLS) or ())
+
+
 def _own_results(
     request: ToolCallRequest, state: Mapping[str, Any], update: Any
 ) -> list[ToolMessage]:
@@ -210,13 +224,14 @@ class ToolGuard:
             ),
             len(messages),
         )
+        before = earlier_calls(getattr(request.runtime, "config", None))
+        current = messages[last] if last < len(messages) else None
         made, same = 0, []  # calls of the run before this one; those identical to it
-        for position in range(start, min(last + 1, len(messages))):
-            message = messages[position]
+        for message in [*before, *messages[start : last + 1]]:
             if not isinstance(message, AIMessage):
                 continue
             for earlier in message.tool_calls:
-                if position == last and earlier["id"] == call["id"]:
+                if message is current and earlier["id"] == call["id"]:
                     break
                 made += 1
                 if earlier["name"] == call["name"] and _same_args(earlier, call):
@@ -228,7 +243,7 @@ class ToolGuard:
                 "Answer with what you have.",
             )
         if self.loop_break and same:
-            repeated = self._repeated(call, same, messages[start:last])
+            repeated = self._repeated(call, same, [*before, *messages[start:last]])
             if repeated is not None:
                 return repeated
         return request

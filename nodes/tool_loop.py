@@ -14,11 +14,11 @@ from langchain_core.messages import (
     AnyMessage,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from loopgraphs.nodes.call_tool import (
-    run_calls,
-)
+from loopgraphs.nodes.call_tool import earlier_calls, run_calls
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
@@ -48,12 +48,22 @@ def check_history(messages: Sequence[AnyMessage]) -> None:
 
 
 def tool_budget_spent(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
-    """Whether the run has made all the tool calls ``max_tool_calls`` allows."""
+    """Whether the run has made all the tool calls ``max_tool_calls`` allows (counting,
+    in an inner ReAct run, the calls the run made before it: see ``EARLIER_CALLS``)."""
     if settings.max_tool_calls is None:
         return False
     start = scratch_of(state).get("transcript_start") or 0
     made = sum(1 for _ in run_calls(state.get("messages") or [], start))
+    made += sum(1 for _ in run_calls(earlier_calls(_running_config()), 0))
     return made >= settings.max_tool_calls
+
+
+def _running_config() -> RunnableConfig | None:
+    """The config of the node or router running now (None outside a graph run)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
 
 
 def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
