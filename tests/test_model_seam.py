@@ -1,0 +1,106 @@
+"""Guarantees of the model-call seam that every loop's requests go through: what a
+``wrap_model_call`` or hook may do, and which structured-output level a model gets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelResponse,
+    PIIMiddleware,
+    TodoListMiddleware,
+    wrap_model_call,
+)
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from loopgraphs import create_plan_execute_graph, create_react_graph
+from tests.scripts import act, final, model_for
+
+QUESTION = {"messages": [HumanMessage("What is six times seven?")]}
+
+
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_a_short_circuiting_wrapper_counts_no_model_call(mode):
+    @wrap_model_call
+    def cached(request: Any, handler: Any) -> ModelResponse:
+        return ModelResponse(result=[AIMessage("42, from the cache.")])
+
+    model = model_for(mode, [])
+    out = create_react_graph(model, [lookup], tool_mode=mode, middleware=[cached]).invoke(QUESTION)
+
+    assert model.call_count == 0
+    assert out["llm_calls"] == 0
+    assert out["status"] == "completed" and "42" in out["answer"]
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_a_wrappers_system_prompt_reaches_the_model_in_parsing_modes(mode):
+    @wrap_model_call
+    def pirate(request: Any, handler: Any) -> Any:
+        return handler(request.override(system_message=SystemMessage("Talk like a pirate.")))
+
+    model = model_for(mode, [final(mode, "Arr, 42.")])
+    out = create_react_graph(model, [lookup], tool_mode=mode, middleware=[pirate]).invoke(QUESTION)
+
+    assert out["answer"] == "Arr, 42."
+    (prompt,) = model.prompts
+    system = " ".join(str(m.content) for m in prompt if isinstance(m, SystemMessage))
+    assert "Talk like a pirate." in system
+    # The loop's own instructions (its grammar) follow the wrapper's system prompt.
+    assert system.index("Talk like a pirate.") < system.index("lookup")
+
+
+class Quiet(AgentMiddleware):
+    """A second middleware with an ``after_model`` hook that changes nothing."""
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("pii_first", [True, False])
+def test_output_redaction_next_to_another_after_model_hook_reaches_the_answer(pii_first):
+    model = model_for("native", ["Write to bob@example.com for 42."])
+    pii = PIIMiddleware("email", strategy="redact", apply_to_output=True)
+    middleware = [pii, Quiet()] if pii_first else [Quiet(), pii]
+    graph = create_react_graph(model, [lookup], tool_mode="native", middleware=middleware)
+    out = graph.invoke(QUESTION)
+
+    assert "bob@example.com" not in out["answer"]
+    assert "[REDACTED_EMAIL]" in out["answer"]
+    assert "bob@example.com" not in str(out["messages"][-1].content)
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_middleware_tools_are_offered_and_run_in_parsing_modes(mode):
+    todos = [{"content": "look it up", "status": "in_progress"}]
+    model = model_for(
+        mode, [act(mode, "write_todos", {"todos": todos}), final(mode, "Planned: 42.")]
+    )
+    graph = create_react_graph(model, [lookup], tool_mode=mode, middleware=[TodoListMiddleware()])
+    out = graph.invoke(QUESTION)
+
+    first = " ".join(str(m.content) for m in model.prompts[0])
+    assert "write_todos" in first
+    assert out["todos"] == todos
+    assert out["status"] == "completed" and out["answer"] == "Planned: 42."
+
+
+def test_a_model_whose_profile_does_not_mention_structured_output_gets_the_json_level():
+    plan = json.dumps({"steps": ["look up a", "say what a is"]})
+    script = [plan, act("text", "lookup", {"key": "a"}), final("text", "value of a")]
+    model = model_for("text", [*script, "It is value of a."], structured_output=True)
+    model.profile = {"tool_calling": False}  # says nothing of structured output
+    graph = create_plan_execute_graph(model, [lookup], tool_mode="text")
+    out = graph.invoke({"messages": [HumanMessage("What is a?")]})
+
+    assert out["plan"] == ["look up a", "say what a is"]
+    # The plan was asked for through the provider's JSON schema, before any text level.
+    assert model.schemas and "steps" in json.dumps(model.schemas[0].model_json_schema())
