@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from langchain.agents.middleware import wrap_tool_call
+import pytest
+from langchain.agents.middleware import AgentMiddleware, wrap_tool_call
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.prebuilt import InjectedState
@@ -104,3 +105,29 @@ def test_a_command_sending_the_history_back_leaves_earlier_results_as_they_were(
     assert "noted n" in str(second.content)
     read = [str(m.content) for m in model.prompts[-1] if isinstance(m, ToolMessage)]
     assert [text.count("<<tool_output") for text in read] == [1, 1]
+
+
+class DynamicTools(AgentMiddleware):
+    """LangChain's dynamic-tool pattern: the model is offered a tool the loop was not
+    built with, and the same middleware runs it."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request.override(tools=[*request.tools, dynamic_tool]))
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        if request.tool_call["name"] == "dynamic_tool":
+            return handler(request.override(tool=dynamic_tool))
+        return handler(request)
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_a_tool_added_by_middleware_is_offered_and_runs_in_every_mode(mode):
+    model = model_for(mode, [act(mode, "dynamic_tool", {"key": "k"}), final(mode, "dynamic k")])
+    graph = create_react_graph(model, [lookup], tool_mode=mode, middleware=[DynamicTools()])
+    out = graph.invoke({"messages": [("user", "q")]})
+
+    offered = model.tool_sets[0] if mode == "native" else str(model.prompts[0])
+    assert "dynamic_tool" in offered
+    (result,) = _results(out)
+    assert result.status != "error" and "dynamic k" in str(result.content)
+    assert out["status"] == "completed"
