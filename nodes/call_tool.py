@@ -164,6 +164,12 @@ def _own_results(
     ]
 
 
+def _own_handler(request: ToolCallRequest) -> bool:
+    """Whether the tool handles its own errors (``handle_tool_error``): its error text
+    then reaches the model as the tool wrote it, as in ``create_agent``."""
+    return bool(getattr(request.tool, "handle_tool_error", False))
+
+
 def _error(call: ToolCall, text: str) -> ToolMessage:
     return ToolMessage(
         content=text, name=call["name"], tool_call_id=call["id"] or "", status="error"
@@ -282,7 +288,7 @@ class ToolGuard:
         if isinstance(result, list):
             return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
-            return self._fenced(result, fence, request.tool_call["name"])
+            return self._fenced(result, fence, request.tool_call["name"], _own_handler(request))
         update = result.update
         if result.graph is None and result.goto not in ((), [], None, END):
             return _error(
@@ -296,7 +302,9 @@ class ToolGuard:
             update = {
                 **update,
                 "messages": [
-                    self._fenced(m, fence, request.tool_call["name"]) if m in own else m
+                    self._fenced(m, fence, request.tool_call["name"], _own_handler(request))
+                    if m in own
+                    else m
                     for m in update["messages"]
                 ],
             }
@@ -313,9 +321,13 @@ class ToolGuard:
             return dataclasses.replace(result, update=update, goto=())
         return dataclasses.replace(result, update=update)
 
-    def _fenced(self, message: ToolMessage, fence: str, tool: str = "") -> ToolMessage:
+    def _fenced(
+        self, message: ToolMessage, fence: str, tool: str = "", verbatim: bool = False
+    ) -> ToolMessage:
+        """The result fenced and cut; an error the tool reported itself gets the tool's
+        name in front, unless its own ``handle_tool_error`` wrote it (``verbatim``)."""
         content = message.content
-        if message.status == "error" and isinstance(content, str):
+        if message.status == "error" and isinstance(content, str) and not verbatim:
             text = (
                 content
                 if content.startswith("Error:")

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import pytest
 from langchain.agents.middleware import AgentMiddleware, wrap_tool_call
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import InjectedToolCallId, tool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, ToolException, tool
 from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 
-from loopgraphs import create_react_graph
+from loopgraphs import create_react_graph, strip_fence
 from tests.scripts import act, final, model_for
 
 
@@ -131,3 +131,29 @@ def test_a_tool_added_by_middleware_is_offered_and_runs_in_every_mode(mode):
     (result,) = _results(out)
     assert result.status != "error" and "dynamic k" in str(result.content)
     assert out["status"] == "completed"
+
+
+def _refuse(key: str) -> str:
+    raise ToolException(f"order {key} cannot be refunded")
+
+
+@pytest.mark.parametrize(
+    ("handler", "shown"),
+    [
+        ("The refund desk is closed.", "The refund desk is closed."),
+        (lambda exc: f"Refused: {exc}", "Refused: order k cannot be refunded"),
+        (True, "order k cannot be refunded"),
+    ],
+)
+def test_a_tools_own_error_handler_reaches_the_model_as_written(handler, shown):
+    refund = StructuredTool.from_function(
+        _refuse, name="refund", description="Refund an order.", handle_tool_error=handler
+    )
+    model = model_for("native", [act("native", "refund", {"key": "k"}), final("native", "ok")])
+    out = create_react_graph(model, [refund], tool_mode="native").invoke(
+        {"messages": [("user", "q")]}
+    )
+    (result,) = _results(out)
+    assert result.status == "error"
+    assert strip_fence(str(result.content)).strip() == shown
+    assert shown in str(model.prompts[1])
