@@ -26,6 +26,7 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from loopgraphs.nodes.parsing.json_text import extract_json
@@ -97,7 +98,8 @@ def prepare(
     strategy = request.response_format
     if isinstance(strategy, ToolStrategy):
         target, name = schema_tool(strategy.schema)
-        bound = model.bind_tools([target], tool_choice=name)
+        # Bound in the provider's tool format: some chat models bind only dicts and tools.
+        bound = model.bind_tools([convert_to_openai_tool(target)], tool_choice=name)
         return bound, [*head, *request.messages], _read_tool_schema
     if strategy is not None:
         schema = strategy.schema if isinstance(strategy, ProviderStrategy) else strategy

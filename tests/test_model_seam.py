@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -15,8 +16,11 @@ from langchain.agents.middleware import (
     wrap_model_call,
 )
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel
 
 from loopgraphs import create_plan_execute_graph, create_react_graph
+from tests.fakes import ScriptedChatModel, calls, tool_call
 from tests.scripts import act, final, model_for
 
 QUESTION = {"messages": [HumanMessage("What is six times seven?")]}
@@ -104,3 +108,33 @@ def test_a_model_whose_profile_does_not_mention_structured_output_gets_the_json_
     assert out["plan"] == ["look up a", "say what a is"]
     # The plan was asked for through the provider's JSON schema, before any text level.
     assert model.schemas and "steps" in json.dumps(model.schemas[0].model_json_schema())
+
+
+class DictToolsOnly(ScriptedChatModel):
+    """A chat model whose ``bind_tools`` takes only tool dicts and tools, as some
+    providers' do (no pydantic classes)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        for item in tools:
+            if not isinstance(item, (dict, BaseTool)):
+                raise TypeError(f"cannot bind {item!r}")
+        return super().bind_tools(tools, **kwargs)
+
+
+class Answer(BaseModel):
+    """The answer as a number."""
+
+    value: int
+
+
+def test_the_native_structured_level_binds_the_schema_as_a_tool_dict():
+    model = DictToolsOnly(
+        replies=["42.", calls(tool_call("Answer", {"value": 42}))],
+        profile={"tool_calling": True, "structured_output": False},
+    )
+    graph = create_react_graph(model, [lookup], tool_mode="native", response_format=Answer)
+    out = graph.invoke(QUESTION)
+
+    assert out["structured_response"] == Answer(value=42)
+    assert model.tool_sets[-1] == ["Answer"]
+    assert out["status"] == "completed"
