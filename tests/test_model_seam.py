@@ -15,6 +15,7 @@ from langchain.agents.middleware import (
     TodoListMiddleware,
     wrap_model_call,
 )
+from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
@@ -138,3 +139,22 @@ def test_the_native_structured_level_binds_the_schema_as_a_tool_dict():
     assert out["structured_response"] == Answer(value=42)
     assert model.tool_sets[-1] == ["Answer"]
     assert out["status"] == "completed"
+
+
+def test_a_wrapper_switching_to_the_providers_json_schema_is_honoured():
+    @wrap_model_call
+    def provider_json(request: Any, handler: Any) -> Any:
+        if isinstance(request.response_format, ToolStrategy):
+            schema = request.response_format.schema
+            return handler(request.override(response_format=ProviderStrategy(schema)))
+        return handler(request)
+
+    model = model_for("native", ["42.", '{"value": 42}'])
+    graph = create_react_graph(
+        model, [lookup], tool_mode="native", response_format=Answer, middleware=[provider_json]
+    )
+    out = graph.invoke(QUESTION)
+
+    assert out["structured_response"] == Answer(value=42)
+    assert model.schemas == [Answer]  # asked through with_structured_output
+    assert all("Answer" not in names for names in model.tool_sets)  # never bound as a tool
