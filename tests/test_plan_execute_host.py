@@ -69,3 +69,23 @@ def test_a_model_call_limit_leaves_the_steps_it_stopped_not_completed() -> None:
     assert stopped and all(r["status"] != "completed" and not r["result"] for r in stopped)
     assert "42" in out["answer"]
     assert not any(m.type == "ai" and m.content.endswith("Result: ") for m in out["messages"])
+
+
+def test_the_answer_streams_once_in_messages_mode() -> None:
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("Plan", {"steps": ["look it up", "say it"]})),
+            calls(tool_call("lookup", {"key": "a"})),
+            "Step one: value of a.",
+            "Step two: value of a.",
+            "The answer is value of a.",
+        ],
+        profile={"tool_calling": True, "structured_output": True},
+    )
+    graph = create_plan_execute_graph(model, [lookup])
+    request = {"messages": [("user", "What is a?")]}
+    texts: dict[str, str] = {}
+    for message, _ in graph.stream(request, stream_mode="messages"):
+        texts[message.id] = texts.get(message.id, "") + str(message.content)
+    carrying = [text for text in texts.values() if "The answer is value of a." in text]
+    assert carrying == ["The answer is value of a."]
