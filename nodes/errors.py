@@ -160,7 +160,13 @@ def describe_error(exc: BaseException) -> str:
     code = status_code(exc)
     prefix = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "")
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{prefix}: {text[:500]}" if text else prefix
+    line = f"{prefix}: {text[:500]}" if text else prefix
+    if isinstance(exc, NotImplementedError):
+        line += (
+            " (the chat model lacks a feature the request needs, such as bind_tools for "
+            "tool_mode='native'; tool_mode='auto', 'json' or 'text' run without it)"
+        )
+    return line
 
 
 def should_reraise(exc: BaseException, attempt: int, policy: RetryPolicy | None) -> bool:

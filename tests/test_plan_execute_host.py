@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain.agents.middleware import ModelCallLimitMiddleware
 
+from loopgraphs import build_loop
 from loopgraphs.graphs.plan_execute import create_plan_execute_graph
 from tests.fakes import ScriptedChatModel, calls, tool_call
 from tests.scripts import FAST_RETRY, act, final
@@ -89,3 +90,13 @@ def test_the_answer_streams_once_in_messages_mode() -> None:
         texts[message.id] = texts.get(message.id, "") + str(message.content)
     carrying = [text for text in texts.values() if "The answer is value of a." in text]
     assert carrying == ["The answer is value of a."]
+
+
+@pytest.mark.parametrize("loop", ["react", "plan_execute"])
+def test_native_mode_on_a_model_without_function_calling_says_how_to_fix_it(loop: str) -> None:
+    model = NoToolsModel(replies=[json.dumps({"steps": ["look up a", "say it"]})] * 3)
+    model.profile = {"tool_calling": False, "structured_output": False}
+    graph = build_loop(loop, model, [lookup], tool_mode="native", retry_policy=FAST_RETRY)
+    out = graph.invoke({"messages": [("user", "What is a?")]})
+    assert out["status"] == "error"
+    assert "NotImplementedError" in out["error"] and "tool_mode='auto'" in out["error"]
