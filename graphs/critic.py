@@ -43,7 +43,7 @@ from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
-from loopgraphs.nodes.runner import Logic, add_step, node_callable
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -52,7 +52,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import Level, structured_call
-from loopgraphs.nodes.tool_loop import check_history, needs_review, review_node
+from loopgraphs.nodes.tool_loop import check_history, pending_step, review_node
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -355,10 +355,8 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
     def route_critique(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") != "running":
             return END
-        pending = pending_calls(state["messages"])
-        if pending:
-            return "review" if needs_review(settings.for_run(runtime), state) else dispatch(pending)
-        return "revise"  # a middleware answered every check (rejected them, say)
+        # "revise" when a middleware answered every check (rejected them, say)
+        return pending_step(settings.for_run(runtime), state) or "revise"
 
     def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
         fence = scratch_of(state).get("fence", "")
@@ -423,7 +421,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
     route(builder, "generate", while_running("critique"), ["critique"])
     builder.add_edge("call_tool", "revise")
     if review:
-        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
+        builder.add_node("review", review_node(settings))
         route(
             builder,
             "review",

@@ -35,7 +35,7 @@ from loopgraphs.nodes.parsing.text import (
     final_answer_of,
 )
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left
-from loopgraphs.nodes.runner import Logic, add_step, node_callable
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -44,7 +44,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import check_history, needs_review, review_node, tool_budget_spent
+from loopgraphs.nodes.tool_loop import check_history, pending_step, review_node, tool_budget_spent
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, resolve_mode, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import ReActState, TotalsOutput, run_defaults, scratch_of
@@ -226,9 +226,9 @@ def build_react(
             used_tools = scratch.get("iterations", 0) > 1 and not scratch.get("tool_ended")
             return "synthesize" if synthesize_answer and used_tools else END
         run = settings.for_run(runtime)
-        pending = pending_calls(state["messages"])
-        if pending:
-            return "review" if needs_review(run, state) else dispatch(pending)
+        calls = pending_step(run, state)
+        if calls:
+            return calls
         if needs_selection(state, run):
             return "select_tools"
         return "final_answer" if turns_spent(state, run) else "generate"
@@ -266,7 +266,7 @@ def build_react(
     route(builder, "select_tools", lambda state: "generate", ["generate"])
     builder.add_edge("call_tool", "generate")
     if review:
-        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
+        builder.add_node("review", review_node(settings))
         route(
             builder,
             "review",

@@ -81,7 +81,7 @@ from loopgraphs.nodes.parsing.self_ask import (
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
-from loopgraphs.nodes.runner import Logic, add_step, node_callable
+from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -89,7 +89,7 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
-from loopgraphs.nodes.tool_loop import needs_review, review_node
+from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -649,11 +649,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if state.get("status") != "running":
             return END
         if state.get("pending"):
-            calls = pending_calls(state["messages"])
-            if calls:
-                run = settings.for_run(runtime)
-                return "review" if needs_review(run, state) else dispatch(calls)
-            return route_tools(state, runtime)  # a middleware answered every call
+            # route_tools when a middleware answered every call
+            return pending_step(settings.for_run(runtime), state) or route_tools(state, runtime)
         if state.get("finishing"):
             return "final_answer"
         return route_tools(state, runtime)
@@ -682,7 +679,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, policy, model_step=True)
     if review:
-        builder.add_node("review", node_callable(review_node(settings), None, name="review"))
+        builder.add_node("review", review_node(settings))
     add_routed_step(
         builder,
         "generate",

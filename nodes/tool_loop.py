@@ -6,7 +6,7 @@ for small models in ``answer_repair`` and the tool step in ``tool_step``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -17,11 +17,14 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from loopgraphs.nodes.call_tool import earlier_calls, run_calls
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
+from loopgraphs.nodes.runner import RunnableCallable, node_callable
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_step import dispatch, pending_calls
 from loopgraphs.state import scratch_of
 
 
@@ -66,8 +69,9 @@ def _running_config() -> RunnableConfig | None:
         return None
 
 
-def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
-    """The node that pauses for human review of the last reply's flagged tool calls."""
+def review_node(settings: LoopSettings) -> RunnableCallable:
+    """The ``review`` node: it pauses for human review of the last reply's flagged tool
+    calls (``interrupt_before_tools``)."""
 
     def review(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         run = settings.for_run(runtime)
@@ -82,7 +86,17 @@ def review_node(settings: LoopSettings) -> Callable[..., dict[str, Any]]:
             update["messages"] = [edited]
         return update
 
-    return review
+    return node_callable(review, None, name="review")
+
+
+def pending_step(settings: LoopSettings, state: Mapping[str, Any]) -> str | list[Send]:
+    """Where the last reply's pending tool calls go: the ``review`` node when some pause
+    for a human, else one ``Send`` per call to the shared ``call_tool`` step (see
+    ``dispatch``); an empty list when none is pending (a middleware answered them all)."""
+    pending = pending_calls(state.get("messages") or [])
+    if pending and needs_review(settings, state):
+        return "review"
+    return dispatch(pending)
 
 
 def with_edits(reply: AIMessage, reviews: Mapping[str, Mapping[str, Any]]) -> AIMessage:
