@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import RetryPolicy
 
 from loopgraphs.nodes.errors import is_transient
@@ -41,3 +43,37 @@ def model_for(mode: str, replies: list[Any], **kwargs: Any) -> ScriptedChatModel
         "text": {"tool_calling": False, "structured_output": False},
     }[mode]
     return ScriptedChatModel(replies=replies, profile=profile, **kwargs)
+
+
+class Refunds:
+    """A side-effecting tool, ``refund(order)``, that records the orders it refunded."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+        @tool
+        def refund(order: str) -> str:
+            """Refund an order."""
+            self.done.append(order)
+            return f"refunded {order}"
+
+        self.tool = refund
+
+
+def run_in_parent(agent: Any, request: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """Run ``agent`` as a node of a parent graph that also has a node ``elsewhere``, which
+    nothing leads to but a tool's ``Command(goto="elsewhere", graph=Command.PARENT)``;
+    return the nodes of the parent that ran besides the agent, and the parent's output."""
+    visited: list[str] = []
+
+    def elsewhere(state: MessagesState) -> dict[str, Any]:
+        visited.append("elsewhere")
+        return {}
+
+    parent = StateGraph(MessagesState)
+    parent.add_node("agent", agent)
+    parent.add_node("elsewhere", elsewhere)
+    parent.add_edge(START, "agent")
+    parent.add_edge("agent", END)
+    parent.add_edge("elsewhere", END)
+    return visited, parent.compile().invoke(request)

@@ -11,30 +11,14 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware, after_model, b
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from loopgraphs.graphs.critic import create_critic_graph
 from loopgraphs.nodes.parsing.text import content_text
-from tests.scripts import FAST_RETRY, MODES, model_for
+from tests.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
 from tests.test_critic import DRAFT, QUESTION, REVISED, Search, critique, verified
 
 SECOND = "The Eiffel Tower was finished in 1889."
-
-
-class Refunds:
-    """A side-effecting tool that records the orders it refunded."""
-
-    def __init__(self) -> None:
-        self.done: list[str] = []
-
-        @tool
-        def refund(order: str) -> str:
-            """Refund an order."""
-            self.done.append(order)
-            return f"refunded {order}"
-
-        self.tool = refund
 
 
 def build(mode: str, replies: list[Any], tools: list[Any], **options: Any) -> Any:
@@ -166,20 +150,9 @@ def hand_over(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
 def test_a_check_handing_over_routes_the_parent_graph(mode):
     replies = [DRAFT, critique(mode, [("built 1887", "hand_over", "eiffel")]), REVISED]
     _model, critic = build(mode, replies, [hand_over])
-    visited: list[str] = []
 
-    def elsewhere(state: MessagesState) -> dict[str, Any]:
-        visited.append("elsewhere")
-        return {}
-
-    parent = StateGraph(MessagesState)
-    parent.add_node("critic", critic)
-    parent.add_node("elsewhere", elsewhere)
-    parent.add_edge(START, "critic")
-    parent.add_edge("critic", END)
-    parent.add_edge("elsewhere", END)
-
-    out = parent.compile().invoke({"messages": [HumanMessage("When was the tower finished?")]})
+    request = {"messages": [HumanMessage("When was the tower finished?")]}
+    visited, out = run_in_parent(critic, request)
 
     assert visited == ["elsewhere"]
     notes = [m for m in out["messages"] if isinstance(m, ToolMessage)]

@@ -12,13 +12,12 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware, after_model, b
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, model_for
+from tests.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
 from tests.test_self_ask import (
     FACTS,
     Q1,
@@ -32,21 +31,6 @@ from tests.test_self_ask import (
 )
 
 ORDER_QUESTION = "Was order A1 refunded?"
-
-
-class Refunds:
-    """A side-effecting tool that records the orders it refunded."""
-
-    def __init__(self) -> None:
-        self.done: list[str] = []
-
-        @tool
-        def refund(order: str) -> str:
-            """Refund an order."""
-            self.done.append(order)
-            return f"refunded {order}"
-
-        self.tool = refund
 
 
 def refund_reply(mode: str) -> Any:
@@ -180,20 +164,8 @@ def test_a_follow_up_handing_over_routes_the_parent_graph(mode):
     else:
         reply = f"Follow up: {Q1}\nTool: hand_over\nTool Input: {Q1}"
     _model, self_ask = build(mode, [reply, "So the final answer is: Italy"], [hand_over])
-    visited: list[str] = []
-
-    def elsewhere(state: MessagesState) -> dict[str, Any]:
-        visited.append("elsewhere")
-        return {}
-
-    parent = StateGraph(MessagesState)
-    parent.add_node("self_ask", self_ask)
-    parent.add_node("elsewhere", elsewhere)
-    parent.add_edge(START, "self_ask")
-    parent.add_edge("self_ask", END)
-    parent.add_edge("elsewhere", END)
-
-    out = parent.compile().invoke({"messages": [HumanMessage(QUESTION["messages"][0][1])]})
+    request = {"messages": [HumanMessage(QUESTION["messages"][0][1])]}
+    visited, out = run_in_parent(self_ask, request)
 
     assert visited == ["elsewhere"]
     notes = [m for m in out["messages"] if isinstance(m, ToolMessage)]

@@ -16,9 +16,11 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 
 from loopgraphs import LOOPS, build_loop
-from tests.clients.support import LOOP_SCRIPTS, SEARCH_ARGS, TOOL_LOOPS, loop_agent
+from tests.clients.support import LOOP_SCRIPTS, TOOL_LOOPS, loop_agent
 from tests.compat.middleware_support import native
+from tests.scripts import Refunds, run_in_parent
 
+ORDER = {"order": "A1"}
 QUESTION = "My email is ann@example.com. What is six times seven?"
 NO_TOOL_SCRIPTS: dict[str, list[Any]] = {
     "cot": ["Six times seven.\nFINAL ANSWER: 42"],
@@ -27,45 +29,30 @@ NO_TOOL_SCRIPTS: dict[str, list[Any]] = {
 OPTIONS: dict[str, dict[str, Any]] = {"tot": {"max_depth": 1}}
 
 
-class Refunds:
-    """A side-effecting tool that records each time it really runs."""
-
-    def __init__(self) -> None:
-        self.made: list[str] = []
-
-        @tool
-        def search(query: str) -> str:
-            """Look a fact up (and, here, make a refund)."""
-            self.made.append(query)
-            return "42"
-
-        self.tool = search
-
-
 @pytest.mark.parametrize("loop", TOOL_LOOPS)
 def test_approval_stops_every_loops_tool_call_before_it_runs(loop):
     refunds = Refunds()
-    model = native(LOOP_SCRIPTS[loop]("search", SEARCH_ARGS))
-    approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
+    model = native(LOOP_SCRIPTS[loop]("refund", ORDER))
+    approval = HumanInTheLoopMiddleware(interrupt_on={"refund": True})
     graph = LOOPS[loop](model, [refunds.tool], middleware=[approval], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": f"approve-{loop}"}}
 
     paused = graph.invoke({"messages": [HumanMessage("What is six times seven?")]}, config)
     (interrupt,) = paused["__interrupt__"]
     (action,) = interrupt.value["action_requests"]
-    assert action["name"] == "search" and action["args"] == SEARCH_ARGS
-    assert refunds.made == []
+    assert action["name"] == "refund" and action["args"] == ORDER
+    assert refunds.done == []
 
     out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
-    assert refunds.made == [SEARCH_ARGS["query"]]
+    assert refunds.done == ["A1"]
     assert out["status"] == "completed" and "42" in out["answer"]
 
 
 @pytest.mark.parametrize("loop", TOOL_LOOPS)
 def test_a_rejected_call_never_runs_in_any_loop(loop):
     refunds = Refunds()
-    model = native(LOOP_SCRIPTS[loop]("search", SEARCH_ARGS), repeat_last=True)
-    approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
+    model = native(LOOP_SCRIPTS[loop]("refund", ORDER), repeat_last=True)
+    approval = HumanInTheLoopMiddleware(interrupt_on={"refund": True})
     graph = LOOPS[loop](model, [refunds.tool], middleware=[approval], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": f"reject-{loop}"}}
 
@@ -74,15 +61,15 @@ def test_a_rejected_call_never_runs_in_any_loop(loop):
     out = graph.invoke(Command(resume={"decisions": [decision]}), config)
     while "__interrupt__" in out:  # the loop may ask again: keep saying no
         out = graph.invoke(Command(resume={"decisions": [decision]}), config)
-    assert refunds.made == []
+    assert refunds.done == []
     assert out["status"] != "error"
-    rejected = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "search"]
+    rejected = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "refund"]
     assert rejected and all("No refunds today." in str(m.content) for m in rejected)
 
 
 @pytest.mark.parametrize("loop", list(LOOPS))
 def test_input_redaction_reaches_every_model_request(loop):
-    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("search", SEARCH_ARGS)
+    script = NO_TOOL_SCRIPTS.get(loop) or LOOP_SCRIPTS[loop]("refund", ORDER)
     model = native(script)
     tools = [Refunds().tool] if loop in TOOL_LOOPS else []
     pii = PIIMiddleware("email", strategy="redact", apply_to_input=True)
@@ -103,28 +90,17 @@ def test_input_redaction_reaches_every_model_request(loop):
 def hand_over(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
     """Hand the conversation to the billing team."""
     done = ToolMessage("Handed to billing.", tool_call_id=tool_call_id, name="hand_over")
-    return Command(goto="billing", graph=Command.PARENT, update={"messages": [done]})
+    return Command(goto="elsewhere", graph=Command.PARENT, update={"messages": [done]})
 
 
 @pytest.mark.parametrize("loop", TOOL_LOOPS)
 def test_a_tool_handoff_routes_the_parent_graph_from_every_loop(loop):
     model = native(LOOP_SCRIPTS[loop]("hand_over", {}), repeat_last=True)
     agent = LOOPS[loop](model, [hand_over], name="assistant")
-    visited: list[str] = []
+    request = {"messages": [HumanMessage("I want my money back.")]}
+    visited, out = run_in_parent(agent, request)
 
-    def billing(state: MessagesState) -> dict[str, Any]:
-        visited.append("billing")
-        return {}
-
-    parent = StateGraph(MessagesState)
-    parent.add_node("assistant", agent)
-    parent.add_node("billing", billing)
-    parent.add_edge(START, "assistant")
-    parent.add_edge("assistant", END)
-    parent.add_edge("billing", END)
-    out = parent.compile().invoke({"messages": [HumanMessage("I want my money back.")]})
-
-    assert visited == ["billing"]
+    assert visited == ["elsewhere"]
     handed = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "hand_over"]
     assert len(handed) == 1 and "Handed to billing." in str(handed[0].content)
 
