@@ -10,7 +10,7 @@ from loopgraphs.graphs.registry import LOOPS, build_loop
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
 from loopgraphs.models import load_model
-from loopgraphs.nodes.call_tool import strip_fence
+from loopgraphs.nodes.parsing.text import strip_fence
 from loopgraphs.state import Usage
 
 __all__ = [

@@ -137,6 +137,8 @@ class Scratch(TypedDict, total=False):
             answer (once per run).
         seen: Id of the last human message the run has taken in (its input, or one the
             loop or a tool added), see ``starts_run``.
+        hook_closed: An ``after_model`` hook ended the run with a closing message of its
+            own (a tool-call limit's), which is not the model's answer.
     """
 
     fence: str
@@ -148,6 +150,7 @@ class Scratch(TypedDict, total=False):
     reformat: bool
     tool_ended: bool
     shortened: bool
+    hook_closed: bool
 
 
 def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:

@@ -15,8 +15,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from loopgraphs.nodes.call_tool import strip_fence, unfence
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.call_tool import unfence
+from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.state import scratch_of
 
 _MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")

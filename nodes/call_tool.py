@@ -27,7 +27,6 @@ import contextvars
 import dataclasses
 import json
 import os
-import re
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -81,24 +80,6 @@ def unfence(text: str, fence: str) -> str:
     if fence and text.startswith(head) and text.endswith(tail):
         return text[len(head) : len(text) - len(tail)].strip()
     return text.strip()
-
-
-_FENCED = re.compile(r"\A<<tool_output (\w+)>>\n(.*)\n<<end_tool_output \1>>\Z", re.DOTALL)
-
-
-def strip_fence(text: str) -> str:
-    """A tool message's text without its fence markers, whatever the run's fence (for
-    showing tool output to people; the model reads it fenced). Other text is returned as
-    it is.
-
-    Args:
-        text: The content of a ``ToolMessage`` (see ``fence_output``).
-
-    Returns:
-        The output between the markers, with the truncation note if it was cut.
-    """
-    found = _FENCED.match(text)
-    return found.group(2) if found else text
 
 
 def call_key(call: Mapping[str, Any]) -> str:

@@ -41,7 +41,7 @@ from langgraph.types import Send
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.nodes.runner import RunnableCallable, node_callable
-from loopgraphs.state import empty_usage, starts_run, state_after
+from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"
 STOPPED = "stopped"
@@ -70,6 +70,8 @@ def _hook_node(
     run's answer again once the hook's update is applied (see ``_settled``)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
+    if hook == "after_model" and "end" in can_jump_to(middleware, hook):
+        sync, asynchronous = _noting_close(sync, asynchronous)
     if settles is not None:
         sync, asynchronous = _settling(sync, asynchronous, settles)
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
@@ -96,6 +98,37 @@ def _settling(
         settled_sync if sync is not None else None,
         settled_async if asynchronous is not None else None,
     )
+
+
+def _noting_close(
+    sync: Hook | None, asynchronous: AsyncHook | None
+) -> tuple[Hook | None, AsyncHook | None]:
+    """A hook's sync and async methods, each followed by ``_closed``."""
+
+    def noted_sync(state: dict[str, Any], runtime: Any) -> Any:
+        assert sync is not None
+        return _closed(sync(state, runtime))
+
+    async def noted_async(state: dict[str, Any], runtime: Any) -> Any:
+        assert asynchronous is not None
+        return _closed(await asynchronous(state, runtime))
+
+    return (
+        noted_sync if sync is not None else None,
+        noted_async if asynchronous is not None else None,
+    )
+
+
+def _closed(update: Any) -> Any:
+    """An ``after_model`` hook's update, noting in the run's ``scratch`` that the hook
+    ends the run with a closing message of its own (a tool-call limit's): that message
+    is not the model's answer, and the run did not finish (see ``_finish_node``)."""
+    if not isinstance(update, dict) or update.get("jump_to") != "end":
+        return update
+    messages = update.get("messages") or []
+    if not any(isinstance(m, AIMessage) and not m.tool_calls for m in messages):
+        return update
+    return {**update, "scratch": {**(update.get("scratch") or {}), "hook_closed": True}}
 
 
 def _settled(
@@ -395,9 +428,10 @@ _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
 def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> RunnableCallable:
     """The node a jump to ``"end"`` goes to: the run ends with the transcript's last
     answer (``completed`` when the last message is an answer, else ``max_iterations``).
-    With ``stopped`` (a ``before_model`` hook's jump: the model was not let answer) the
-    run ends ``max_iterations`` with the best answer its messages held before the hook's
-    closing message. A jump before the run's first step also resets the run's counters
+    With ``stopped`` (a ``before_model`` hook's jump: the model was not let answer), and
+    after an ``after_model`` hook that closed the run with a message of its own, the run
+    ends ``max_iterations`` with the best answer its messages held before that closing
+    message. A jump before the run's first step also resets the run's counters
     (``resets``)."""
 
     def finish(state: dict[str, Any]) -> dict[str, Any]:
@@ -407,7 +441,7 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
-        if stopped:
+        if stopped or scratch_of(state).get("hook_closed"):
             update = {
                 "status": "max_iterations",
                 "answer": best_effort_answer(_before_closing(messages, last if answered else None)),

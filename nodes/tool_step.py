@@ -37,10 +37,9 @@ from langgraph.types import Command, Send
 from loopgraphs.nodes.call_tool import (
     ToolGuard,
     make_tool_node,
-    strip_fence,
     tool_threads,
 )
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.nodes.review import ask_reviewer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.runner import Call, RunnableCallable

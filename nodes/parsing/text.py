@@ -102,17 +102,35 @@ def cut_short(message: AnyMessage) -> bool:
     return stopped_at_cap(message) or ends_in_repetition(content_text(message.content))
 
 
+_FENCED = re.compile(r"\A<<tool_output (\w+)>>\n(.*)\n<<end_tool_output \1>>\Z", re.DOTALL)
+
+
+def strip_fence(text: str) -> str:
+    """A tool message's text without its fence markers, whatever the run's fence (for
+    showing tool output to people; the model reads it fenced). Other text is returned as
+    it is.
+
+    Args:
+        text: The content of a ``ToolMessage`` (see ``fence_output``).
+
+    Returns:
+        The output between the markers, with the truncation note if it was cut.
+    """
+    found = _FENCED.match(text)
+    return found.group(2) if found else text
+
+
 def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
     """The most useful text already in a transcript: the last assistant text, else the
-    last tool result, else an empty string."""
+    last successful tool result (an error is no answer), else an empty string."""
     for message in reversed(messages):
         if isinstance(message, AIMessage) and not message.tool_calls:
             text = content_text(message.content).strip()
             if text:
                 return text
     for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            return content_text(message.content).strip()
+        if isinstance(message, ToolMessage) and message.status != "error":
+            return strip_fence(content_text(message.content)).strip()
     return ""
 
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import pytest
-from langchain.agents.middleware import HumanInTheLoopMiddleware, PIIMiddleware
+from langchain.agents.middleware import (
+    HumanInTheLoopMiddleware,
+    PIIMiddleware,
+    ToolCallLimitMiddleware,
+)
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -17,7 +21,7 @@ from langgraph.types import Command
 
 from loopgraphs import LOOPS, build_loop
 from tests.clients.support import LOOP_SCRIPTS, TOOL_LOOPS, loop_agent
-from tests.compat.middleware_support import native
+from tests.compat.middleware_support import call, calls, native
 from tests.scripts import Refunds, run_in_parent
 
 ORDER = {"order": "A1"}
@@ -159,3 +163,35 @@ def test_a_loop_node_streams_its_steps_and_keeps_the_hosts_keys(loop):
     assert "call_tool" in inner
     assert out["status"] == "triaged"
     assert any(isinstance(m, ToolMessage) and m.name == "search" for m in out["messages"])
+
+
+# Loops whose tool calls the tool-call limit's after_model hook sees in their own graph;
+# inside Plan-and-Execute's steps and Reflexion's episodes the limit ends only the inner
+# ReAct run (README, Middleware).
+CLOSING_LOOPS: dict[str, list[Any]] = {
+    "react": [
+        calls(call("refund", {"order": "A1"})),
+        calls(call("refund", {"order": "B2"})),
+        "Both refunded.",
+    ],
+    "self_ask": [
+        calls(call("refund", {"order": "A1"}), content="Follow up: refund A1?"),
+        calls(call("refund", {"order": "B2"}), content="Follow up: refund B2?"),
+        "So the final answer is: both refunded.",
+    ],
+}
+
+
+@pytest.mark.parametrize("loop", list(CLOSING_LOOPS))
+def test_a_tool_call_limit_ending_the_run_is_not_completed(loop):
+    refunds = Refunds()
+    model = native(CLOSING_LOOPS[loop], repeat_last=True)
+    limit = ToolCallLimitMiddleware(run_limit=1, exit_behavior="end")
+    out = LOOPS[loop](model, [refunds.tool], middleware=[limit]).invoke(
+        {"messages": [HumanMessage("Refund my orders.")]}
+    )
+
+    assert refunds.done == ["A1"]
+    assert out["status"] == "max_iterations"
+    assert out["answer"] == "refunded A1"  # the run's last good result, not the limit's text
+    assert "limit" in str(out["messages"][-1].content).lower()  # which stays in the transcript
