@@ -1,8 +1,8 @@
 """Running tool calls through LangGraph's ``ToolNode`` inside loopgraphs' guard.
 
 ``ToolStep`` makes the ``call_tool`` node (one ``ToolNode`` per set of tools a run may
-have) and runs calls a loop keeps outside its transcript (Self-Ask, CRITIC). ReAct sends
-each pending call to the node on its own (``dispatch``), so that an interrupt in one call
+have), the one tool step of every loop. A loop sends each pending call of its last
+assistant message to the node on its own (``dispatch``), so that an interrupt in one call
 leaves the finished ones done. Under ``invoke`` a step of synchronous tools runs
 ``ToolNode``'s async path on the thread's own event loop (``sync_step_loop``)."""
 
@@ -15,9 +15,8 @@ import selectors
 import threading
 import uuid
 import weakref
-from collections.abc import Coroutine, Generator, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -40,21 +39,17 @@ from loopgraphs.nodes.call_tool import (
     tool_threads,
 )
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
-from loopgraphs.nodes.review import ask_reviewer
 from loopgraphs.nodes.run_context import load_context
-from loopgraphs.nodes.runner import Call, RunnableCallable
+from loopgraphs.nodes.runner import RunnableCallable
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
 class ToolStep:
     """Runs tool calls through a ``ToolNode`` for the run's tools, guarded by ``ToolGuard``.
 
-    ``graph_node()`` is the ``call_tool`` node of a loop whose transcript holds the calls
-    (ReAct); ``run_calls()`` runs calls a loop keeps outside its transcript (Self-Ask's
-    text-mode follow-ups, CRITIC's claim checks) from inside one of its nodes, with the
-    node's config, so interrupts, injection, callbacks and the stream writer still work.
+    ``graph_node()`` is the ``call_tool`` node every tool-using loop runs its calls in
+    (Plan-and-Execute's and Reflexion's in their inner ReAct runs).
     """
 
     def __init__(self, settings: LoopSettings) -> None:
@@ -100,53 +95,6 @@ class ToolStep:
             return _noted_human(_return_direct(run, output))
 
         return RunnableCallable(call_tool, acall_tool, name=name, trace=False)
-
-    def run_calls(
-        self,
-        run: LoopSettings,
-        state: Mapping[str, Any],
-        calls: Sequence[ToolCall],
-        log: Sequence[AnyMessage] = (),
-    ) -> Generator[Call, Any, tuple[list[ToolMessage], dict[str, Any]]]:
-        """Review (when configured) and run ``calls``; ``log`` holds the run's earlier
-        calls and results (for the loop-break and ``max_tool_calls``).
-
-        Returns:
-            One ``ToolMessage`` per call, in order, and the other state updates that
-            tools returned in ``Command``s (a tool that ended the run sets ``answer`` and
-            ``status="completed"``).
-        """
-        request = AIMessage(content="", tool_calls=list(calls))
-        about = {tool.name: (tool.description.splitlines() or [""])[0] for tool in run.tools}
-        reviews = ask_reviewer(run.review, request, about) if run.review else {}
-        scratch = {**scratch_of(state), "transcript_start": 0, "reviews": reviews}
-        view = {**state, "messages": [*log, request], "scratch": scratch}
-        output = yield ToolsCall(self.node_for(run), view, run)
-        results: dict[str, ToolMessage] = {}
-        extra: dict[str, Any] = {}
-        for update in output if isinstance(output, list) else [output]:
-            values = update.update if isinstance(update, Command) else update
-            for key, value in (values or {}).items():
-                if key != "messages":
-                    extra[key] = value
-                    continue
-                for message in value:
-                    if isinstance(message, ToolMessage):
-                        results[message.tool_call_id] = message
-        if scratch_of(extra).get("tool_ended"):
-            del extra["scratch"]
-            extra["status"] = "completed"
-        ordered = [
-            results.get(call["id"] or "")
-            or ToolMessage(
-                "Error: the tool returned no result.",
-                tool_call_id=call["id"] or "",
-                name=call["name"],
-                status="error",
-            )
-            for call in calls
-        ]
-        return ordered, extra
 
 
 def _async_only(tool: Any) -> bool:
@@ -306,17 +254,6 @@ def invoke_tools(
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(context.run, asyncio.run, node.ainvoke(state, config)).result()
-
-
-@dataclass(frozen=True)
-class ToolsCall(Call):
-    """A tool node run on a prepared state from inside another node."""
-
-    run: LoopSettings | None = None
-
-    def invoke(self, config: RunnableConfig) -> Any:
-        assert self.run is not None
-        return invoke_tools(self.runnable, self.run, self.input, config)  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=64)
