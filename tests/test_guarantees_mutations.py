@@ -95,9 +95,9 @@ def test_an_edit_naming_another_tool_runs_that_tool(mode):
     assert out["status"] == "completed" and out["answer"] == "kept"
 
 
-def test_an_edit_naming_another_tool_runs_it_outside_the_transcript():
-    """Self-Ask runs its follow-up calls outside the transcript: the tool guard itself
-    must swap the tool, not only the arguments."""
+def test_an_edit_naming_another_tool_runs_that_tool_in_self_ask():
+    """A reviewer's edit that names another tool runs that tool for a Self-Ask
+    follow-up: the tool guard swaps the tool, not only the arguments."""
     log: list = []
 
     def lookup(query: str) -> str:
