@@ -140,7 +140,7 @@ def _own_results(
     call_id = request.tool_call["id"]
     return [
         m
-        for m in (messages if isinstance(messages, list) else [messages])
+        for m in messages
         if isinstance(m, ToolMessage) and m.tool_call_id == call_id and m.id not in held
     ]
 
@@ -278,13 +278,14 @@ class ToolGuard:
                 "inside a loopgraphs loop a tool may only end the run (goto=END) or route "
                 "the parent graph (graph=Command.PARENT).",
             )
-        own = _own_results(request, state, update)
+        own = {id(m) for m in _own_results(request, state, update)}
         if own:
+            verbatim = _own_handler(request)
             update = {
                 **update,
                 "messages": [
-                    self._fenced(m, fence, request.tool_call["name"], _own_handler(request))
-                    if m in own
+                    self._fenced(m, fence, request.tool_call["name"], verbatim)
+                    if id(m) in own
                     else m
                     for m in update["messages"]
                 ],
