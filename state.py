@@ -137,8 +137,10 @@ class Scratch(TypedDict, total=False):
             answer (once per run).
         seen: Id of the last human message the run has taken in (its input, or one the
             loop or a tool added), see ``starts_run``.
-        hook_closed: An ``after_model`` hook ended the run with a closing message of its
-            own (a tool-call limit's), which is not the model's answer.
+        hook_ended: A middleware hook ended the run: a ``before_model`` hook's jump to
+            the end (a model-call limit's), or an ``after_model`` hook's closing message
+            of its own (a tool-call limit's), which is not the model's answer. A loop
+            whose inner ReAct run a hook ended ends there too.
     """
 
     fence: str
@@ -150,7 +152,7 @@ class Scratch(TypedDict, total=False):
     reformat: bool
     tool_ended: bool
     shortened: bool
-    hook_closed: bool
+    hook_ended: bool
 
 
 def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
@@ -181,6 +183,13 @@ class LoopState(OutputState, RunState, total=False):
 class ReActState(TotalsOutput, RunState, total=False):
     """State of the ReAct loop (and of every loop that runs ReAct inside): its counters
     are running totals, its bookkeeping lives in ``scratch``."""
+
+
+class InnerReActOutput(TotalsOutput, total=False):
+    """What a ReAct run inside another loop returns to it: also the run's bookkeeping,
+    which says whether a middleware hook ended it (``Scratch.hook_ended``)."""
+
+    scratch: Annotated[Scratch, merge_scratch]
 
 
 def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:

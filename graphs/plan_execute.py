@@ -32,7 +32,12 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
-from loopgraphs.graphs.react_subgraph import ReactSubgraph, tool_work
+from loopgraphs.graphs.react_subgraph import (
+    ReactSubgraph,
+    closing_message,
+    ended_by_hook,
+    tool_work,
+)
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
 from loopgraphs.nodes.model_send import Form
@@ -344,6 +349,13 @@ def build_plan_execute(
         # The step's tool calls and results join the transcript (its prompt and its own
         # answer stay out: the step's result message stands for them).
         work = list(tool_work(out.get("messages") or []))
+        if ended_by_hook(out):  # a middleware limit ended the step: the run ends here
+            previous = next((r["result"] for r in reversed(done) if r["result"]), "")
+            return {
+                **update,
+                "answer": result or previous,
+                "messages": [*work, *closing_message(out)],
+            }
         if result:  # a step that gave nothing (stopped before the model answered) says nothing
             text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
             work.append(AIMessage(text, name=settings.agent_name))

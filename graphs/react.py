@@ -47,7 +47,7 @@ from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import check_history, pending_step, review_node, tool_budget_spent
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, resolve_mode, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
-from loopgraphs.state import ReActState, TotalsOutput, run_defaults, scratch_of
+from loopgraphs.state import InnerReActOutput, ReActState, TotalsOutput, run_defaults, scratch_of
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -64,7 +64,8 @@ def build_react(
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled ReAct graph for ``settings`` (reused inside other loops, where
     ``agent_hooks=False``: the middleware's ``before_agent``/``after_agent`` hooks run
-    around the outer loop)."""
+    around the outer loop, and the run also returns its ``scratch``, which says whether
+    a hook ended it)."""
 
     def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         check_history(state.get("messages") or [])
@@ -235,7 +236,7 @@ def build_react(
 
     builder = new_graph(
         ReActState,
-        TotalsOutput,
+        TotalsOutput if agent_hooks else InnerReActOutput,
         options or {},
         loop="react",
         settings=settings,

@@ -117,7 +117,10 @@ class ReactSubgraph:
 
         Returns:
             ReAct's output, and the calling loop's update for it: the model calls, retries
-            and tokens it spent, the tool mode it ran in and the caller's own keys.
+            and tokens it spent, the tool mode it ran in and the caller's own keys. When a
+            middleware hook ended the run (a call limit with ``exit_behavior="end"``), the
+            update ends the calling loop too: status "max_iterations", and the mark that
+            has its routers end the run (see ``ended_by_hook``).
         """
         context = None if max_iterations is None else self.limited(runtime, max_iterations)
         budget = self.settings.for_run(runtime).max_iterations
@@ -143,10 +146,28 @@ class ReactSubgraph:
                 if key in out
             },
         }
+        if ended_by_hook(out):
+            spent.update(status="max_iterations", scratch={"hook_ended": True})
         return out, spent
 
 
 _ABSENT = object()
+
+
+def ended_by_hook(out: Mapping[str, Any]) -> bool:
+    """Whether a middleware hook ended the inner run ``out`` (a ``before_model`` jump to
+    the end, or an ``after_model`` hook's closing message), which ends the calling loop."""
+    return bool(scratch_of(out).get("hook_ended"))
+
+
+def closing_message(out: Mapping[str, Any]) -> list[AnyMessage]:
+    """The closing message a hook ended the inner run ``out`` with (a tool-call limit's
+    notice), which joins the calling loop's transcript; empty when there is none."""
+    messages = out.get("messages") or []
+    last = messages[-1] if messages else None
+    if ended_by_hook(out) and isinstance(last, AIMessage) and not last.tool_calls:
+        return [last]
+    return []
 
 
 def tool_work(messages: Sequence[AnyMessage]) -> tuple[AnyMessage, ...]:

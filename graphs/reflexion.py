@@ -32,7 +32,7 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.react_subgraph import ReactSubgraph
+from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import asker, call_model
 from loopgraphs.nodes.model_call import Asker, ModelCall, asking
@@ -286,7 +286,7 @@ def build_reflexion(
             "messages": carried,
         }
         if start is not None:
-            update["scratch"] = {"transcript_start": start}
+            update["scratch"] = {**update.get("scratch", {}), "transcript_start": start}
         if status == "error":
             return {
                 **update,
@@ -295,6 +295,8 @@ def build_reflexion(
                 "answer": out.get("answer") or (answers[-1] if answers else ""),
             }
         answer = str(out.get("answer") or "")
+        if ended_by_hook(out):  # a middleware limit ended the episode: the run ends here
+            answer = answer or (answers[-1] if answers else "")
         return {**update, "episode_answers": [*answers, answer], "answer": answer}
 
     def evaluate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:

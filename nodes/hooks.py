@@ -128,7 +128,7 @@ def _closed(update: Any) -> Any:
     messages = update.get("messages") or []
     if not any(isinstance(m, AIMessage) and not m.tool_calls for m in messages):
         return update
-    return {**update, "scratch": {**(update.get("scratch") or {}), "hook_closed": True}}
+    return {**update, "scratch": {**(update.get("scratch") or {}), "hook_ended": True}}
 
 
 def _settled(
@@ -441,11 +441,12 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
-        if stopped or scratch_of(state).get("hook_closed"):
+        if stopped or scratch_of(state).get("hook_ended"):
             update = {
                 "status": "max_iterations",
                 "answer": best_effort_answer(_before_closing(messages, last if answered else None)),
                 "error": "",
+                "scratch": {"hook_ended": True},  # a loop running this one ends too
             }
         else:
             text = content_text(last.content).strip() if answered and last is not None else ""

@@ -1,6 +1,7 @@
 """How a loop's steps lead to the next: routers, and steps that route themselves.
 
-``route`` adds a conditional edge whose router first ends the run on an error.
+``route`` adds a conditional edge whose router first ends the run on an error or after a
+middleware hook ended it.
 ``add_routed_step`` adds a step that runs its router itself, on the state as the step's
 own writes leave it (``loopgraphs.state.state_after``), and returns the next step as a
 ``Command``: a conditional edge would have LangGraph copy every channel of the state
@@ -20,7 +21,7 @@ from langgraph.types import RetryPolicy, Send
 
 from loopgraphs.nodes.hooks import Wiring
 from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step
-from loopgraphs.state import state_after
+from loopgraphs.state import scratch_of, state_after
 
 Router = Callable[..., str | list[Send]]
 
@@ -31,7 +32,7 @@ def route(
     router: Router,
     targets: Sequence[str],
 ) -> None:
-    """Add a conditional edge from ``source``: the run ends when its status is "error",
+    """Add a conditional edge from ``source``: the run ends when it is over (``run_over``),
     otherwise ``router(state)`` (or ``router(state, runtime)``) names the next node, or
     returns ``Send`` packets for a fan-out into ``targets``.
 
@@ -39,10 +40,10 @@ def route(
     also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
     def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state, runtime)
+        return END if run_over(state) else router(state, runtime)
 
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:
-        return END if state.get("status") == "error" else router(state)
+        return END if run_over(state) else router(state)
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
@@ -85,7 +86,7 @@ def add_routed_step(
 
     def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: Runtime[Any]) -> Any:
         after = state_after(channels, state, outputs)
-        if after.get("status") == "error":
+        if run_over(after):
             return wiring.entry(END) if wiring is not None else END
         chosen = router(after, runtime) if takes_runtime else router(after)
         return wiring.route_to(chosen) if wiring is not None else chosen
@@ -106,6 +107,12 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
         return wiring.jumped(source, state) or wiring.route_to(router(state))
 
     return with_runtime if router.__code__.co_argcount > 1 else without_runtime
+
+
+def run_over(state: Mapping[str, Any]) -> bool:
+    """Whether the run ends whatever the router would say: its status is "error", or a
+    middleware hook ended it (in a ReAct run inside the loop, see ``Scratch.hook_ended``)."""
+    return state.get("status") == "error" or bool(scratch_of(state).get("hook_ended"))
 
 
 def while_running(target: str) -> Router:

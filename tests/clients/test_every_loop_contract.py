@@ -165,9 +165,13 @@ def test_a_loop_node_streams_its_steps_and_keeps_the_hosts_keys(loop):
     assert any(isinstance(m, ToolMessage) and m.name == "search" for m in out["messages"])
 
 
-# Loops whose tool calls the tool-call limit's after_model hook sees in their own graph;
-# inside Plan-and-Execute's steps and Reflexion's episodes the limit ends only the inner
-# ReAct run (README, Middleware).
+def _refund_claim(order: str) -> dict[str, Any]:
+    return {"claim": f"order {order} refunded", "tool": "refund", "tool_input": {"order": order}}
+
+
+# Each loop calls refund A1, then refund B2 (the call over the limit), then would go on.
+# Inside Plan-and-Execute's steps and Reflexion's episodes the limit ends the inner ReAct
+# run, and the loop with it: no second step, no evaluation, no synthesis.
 CLOSING_LOOPS: dict[str, list[Any]] = {
     "react": [
         calls(call("refund", {"order": "A1"})),
@@ -178,6 +182,26 @@ CLOSING_LOOPS: dict[str, list[Any]] = {
         calls(call("refund", {"order": "A1"}), content="Follow up: refund A1?"),
         calls(call("refund", {"order": "B2"}), content="Follow up: refund B2?"),
         "So the final answer is: both refunded.",
+    ],
+    "critic": [
+        "Both orders are refunded.",
+        calls(call("CritiqueReport", {"verified": False, "claims": [_refund_claim("A1")]})),
+        "refunded A1",
+        calls(call("CritiqueReport", {"verified": False, "claims": [_refund_claim("B2")]})),
+        "Both refunded.",
+    ],
+    "plan_execute": [
+        calls(call("Plan", {"steps": ["refund A1", "refund B2"]})),
+        calls(call("refund", {"order": "A1"})),
+        calls(call("refund", {"order": "B2"})),
+        "refunded B2",
+        "Both refunded.",
+    ],
+    "reflexion": [
+        calls(call("refund", {"order": "A1"})),
+        calls(call("refund", {"order": "B2"})),
+        "Both refunded.",
+        '{"satisfactory": true, "feedback": "fine"}',
     ],
 }
 
@@ -194,4 +218,7 @@ def test_a_tool_call_limit_ending_the_run_is_not_completed(loop):
     assert refunds.done == ["A1"]
     assert out["status"] == "max_iterations"
     assert out["answer"] == "refunded A1"  # the run's last good result, not the limit's text
-    assert "limit" in str(out["messages"][-1].content).lower()  # which stays in the transcript
+    closing = [m for m in out["messages"] if "limit reached" in str(m.content).lower()]
+    assert len(closing) == 1 and out["messages"][-1] is closing[0]  # in the transcript once
+    over = next(i for i, reply in enumerate(CLOSING_LOOPS[loop]) if "'order': 'B2'" in str(reply))
+    assert model.call_count == over + 1  # no model call after the one over the limit
