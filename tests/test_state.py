@@ -1,0 +1,147 @@
+"""The run's state helpers, one by one: where the caller's conversation ends, which
+request a prompt reads, when a step starts a new run, the first step's update, and the
+state a node's writes leave for its router."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.channels.last_value import LastValue
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Overwrite
+
+from loopgraphs.state import (
+    conversation_of,
+    opening_update,
+    request_of,
+    start_run,
+    starts_run,
+    state_after,
+)
+
+ASKED = HumanMessage("What is 2 + 2?", id="h1")
+ANSWERED = AIMessage("4", id="a1")
+STEP_PROMPT = HumanMessage("Step 1: add the numbers", id="h2")
+
+
+def test_the_conversation_is_every_message_before_the_run_has_a_transcript():
+    assert conversation_of({"messages": [ASKED, ANSWERED]}) == [ASKED, ANSWERED]
+    assert conversation_of({}) == []
+
+
+def test_the_conversation_ends_where_the_runs_transcript_starts():
+    state = {"messages": [ASKED, ANSWERED, STEP_PROMPT], "scratch": {"transcript_start": 1}}
+    assert conversation_of(state) == [ASKED]
+    assert conversation_of({**state, "scratch": {"transcript_start": 0}}) == []
+
+
+def test_the_request_is_the_latest_user_message_of_the_conversation():
+    later = HumanMessage("And 3 + 3?", id="h3")
+    state = {"messages": [ASKED, ANSWERED, later, STEP_PROMPT], "scratch": {"transcript_start": 3}}
+    assert request_of(state) == "And 3 + 3?"  # not the step's prompt after the start
+
+
+def test_the_saved_request_is_the_fallback_when_the_conversation_has_none():
+    assert request_of({"messages": [], "request": "saved question"}) == "saved question"
+    assert request_of({"request": "saved"}) == "saved"
+    assert request_of({}) == ""
+
+
+def test_a_step_starts_a_run_when_none_is_going_on():
+    assert starts_run({})
+    assert starts_run({"status": "completed", "messages": [ASKED]})
+
+
+def test_a_running_run_goes_on_after_its_own_messages():
+    seen = {"scratch": {"seen": "h1"}, "status": "running"}
+    assert not starts_run({**seen, "messages": [ASKED]})
+    assert not starts_run({**seen, "messages": [ASKED, ANSWERED]})
+    assert not starts_run({**seen, "messages": []})
+    assert not starts_run({"status": "running"})
+
+
+def test_new_human_input_during_an_unfinished_run_starts_a_new_one():
+    state = {"status": "running", "scratch": {"seen": "h1"}}
+    assert starts_run({**state, "messages": [ASKED, ANSWERED, HumanMessage("again", id="h9")]})
+
+
+def test_the_first_steps_update_overwrites_the_counters_with_its_own():
+    defaults = {"status": "running", "answer": "", "scratch": {"fence": "f", "seen": "h1"}}
+    usage = {"input_tokens": 3, "output_tokens": 2, "cached_tokens": 0}
+    update = {"answer": "4", "llm_calls": 1, "usage": usage, "scratch": {"iterations": 1}}
+    merged = opening_update(defaults, update)
+
+    assert merged["status"] == "running" and merged["answer"] == "4"
+    assert merged["scratch"] == {"fence": "f", "seen": "h1", "iterations": 1}
+    assert isinstance(merged["llm_calls"], Overwrite) and merged["llm_calls"].value == 1
+    assert isinstance(merged["retries"], Overwrite) and merged["retries"].value == 0
+    assert merged["usage"].value == usage
+
+
+def test_the_first_steps_update_keeps_the_defaults_scratch_and_zero_usage():
+    merged = opening_update({"scratch": {"fence": "f"}}, {})
+    assert merged["scratch"] == {"fence": "f"}
+    assert merged["usage"].value == {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
+    assert opening_update({}, {"scratch": {"seen": "x"}})["scratch"] == {"seen": "x"}
+
+
+def test_a_run_starts_with_reset_counters_and_the_loops_own_scratch():
+    update = start_run({"messages": [ASKED]}, iterations=0)
+    assert update["llm_calls"] is None and update["retries"] is None and update["usage"] is None
+    assert update["status"] == "running" and update["answer"] == ""
+    assert update["scratch"]["iterations"] == 0
+    assert update["scratch"]["transcript_start"] == 1 and update["scratch"]["seen"] == "h1"
+
+
+def test_a_run_without_input_starts_in_error():
+    update = start_run({"messages": []})
+    assert update["status"] == "error" and "no messages" in update["error"]
+
+
+CHANNELS: dict[str, Any] = {
+    "status": LastValue(str),
+    "total": BinaryOperatorAggregate(int, operator.add),
+    "messages": BinaryOperatorAggregate(list, add_messages),
+}
+
+
+def test_the_state_after_takes_each_written_keys_last_value_or_its_reduction():
+    state = {"status": "running", "total": 2, "other": "kept"}
+    outputs = [{"status": "done", "total": 3}, Command(update={"total": 4, "free": 1})]
+    after = state_after(CHANNELS, state, outputs)
+    assert after == {"status": "done", "total": 9, "other": "kept", "free": 1}
+    assert state == {"status": "running", "total": 2, "other": "kept"}  # not changed
+
+
+def test_the_state_after_reads_updates_given_as_pairs():
+    after = state_after(CHANNELS, {"total": 1}, [[("total", 2), ("status", "x")], None])
+    assert after == {"total": 3, "status": "x"}
+
+
+def test_a_reduced_key_absent_from_the_state_starts_from_its_channel():
+    assert state_after(CHANNELS, {}, [{"total": 5}])["total"] == 5
+
+
+def test_new_messages_follow_the_states():
+    reply = AIMessage("4")
+    after = state_after(CHANNELS, {"messages": [ASKED]}, [{"messages": [reply]}])
+    assert after["messages"] == [ASKED, reply] and after["messages"][1] is reply
+    two = state_after(CHANNELS, {"messages": [ASKED]}, [{"messages": ANSWERED}, {"messages": []}])
+    assert two["messages"] == [ASKED, ANSWERED]
+
+
+def test_a_message_with_a_known_id_replaces_the_states_own():
+    fixed = AIMessage("four", id="a1")
+    after = state_after(CHANNELS, {"messages": [ASKED, ANSWERED]}, [{"messages": [fixed]}])
+    assert [m.content for m in after["messages"]] == ["What is 2 + 2?", "four"]
+
+
+def test_messages_to_convert_go_through_the_reducer():
+    after = state_after(CHANNELS, {"messages": [ASKED]}, [{"messages": [("ai", "4")]}])
+    assert [type(m) for m in after["messages"]] == [HumanMessage, AIMessage]
+    result = ToolMessage("4", tool_call_id="c1", id="t1")
+    plain = state_after(CHANNELS, {"messages": []}, [{"messages": [result]}])
+    assert plain["messages"] == [result]
