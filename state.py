@@ -58,9 +58,9 @@ def usage_of(message: Any) -> Usage:
     meta = getattr(message, "usage_metadata", None) or {}
     details = meta.get("input_token_details") or {}
     return {
-        "input_tokens": int(meta.get("input_tokens", 0) or 0),
-        "output_tokens": int(meta.get("output_tokens", 0) or 0),
-        "cached_tokens": int(details.get("cache_read", 0) or 0),
+        "input_tokens": int(meta.get("input_tokens") or 0),
+        "output_tokens": int(meta.get("output_tokens") or 0),
+        "cached_tokens": int(details.get("cache_read") or 0),
     }
 
 

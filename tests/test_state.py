@@ -15,6 +15,8 @@ from langgraph.types import Command, Overwrite
 
 from loopgraphs.state import (
     conversation_of,
+    merge_scratch,
+    new_fence,
     opening_update,
     request_of,
     start_run,
@@ -145,3 +147,35 @@ def test_messages_to_convert_go_through_the_reducer():
     result = ToolMessage("4", tool_call_id="c1", id="t1")
     plain = state_after(CHANNELS, {"messages": []}, [{"messages": [result]}])
     assert plain["messages"] == [result]
+
+
+def test_a_fence_marker_depends_on_each_messages_type_content_and_calls():
+    asked = [HumanMessage("hi")]
+    call = {"name": "add", "args": {}, "id": "c1", "type": "tool_call"}
+    assert new_fence(asked) == new_fence([HumanMessage("hi", id="other")])  # ids do not count
+    assert new_fence(asked) != new_fence([AIMessage("hi")])
+    assert new_fence(asked) != new_fence([HumanMessage("ho")])
+    assert new_fence([AIMessage("")]) != new_fence([AIMessage("", tool_calls=[call])])
+    assert new_fence([HumanMessage("ab"), HumanMessage("c")]) != new_fence(
+        [HumanMessage("a"), HumanMessage("bc")]
+    )
+
+
+def test_a_fence_marker_is_the_same_in_every_process():
+    # The marker is part of every prompt: the same conversation gives the same prompts.
+    assert new_fence([]) == "e3b0c44298fc"
+    assert new_fence([HumanMessage("What is 2 + 2?")]) == "7b57ea6b839e"
+
+
+def test_a_fence_marker_reads_plain_values_and_broken_text():
+    assert new_fence([("user", "hi")]) != new_fence([("user", "ho")])
+    assert new_fence(["hi"]) != new_fence([1])
+    assert len(new_fence([HumanMessage("\ud800 lone surrogate")])) == 12
+
+
+def test_a_scratch_update_replaces_the_values_it_names_and_a_fence_starts_afresh():
+    old = {"fence": "f1", "iterations": 3, "seen": "h1"}
+    assert merge_scratch(old, {"iterations": 4}) == {"fence": "f1", "iterations": 4, "seen": "h1"}
+    assert merge_scratch(old, {"fence": "f2"}) == {"fence": "f2"}
+    assert merge_scratch(None, {"seen": "h2"}) == {"seen": "h2"}
+    assert merge_scratch(old, None) == old

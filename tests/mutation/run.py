@@ -54,6 +54,19 @@ FLAKY = (
 )
 
 
+# The tests of LangChain middleware in every loop, which every seam module answers to.
+MIDDLEWARE_TESTS = (
+    "tests/test_host_contract.py",
+    "tests/test_guarantees_mutations.py",
+    "tests/test_mutation_survivors.py",
+    "tests/compat/test_middleware_hooks.py",
+    "tests/compat/test_middleware_wrappers.py",
+    "tests/compat/test_middleware_prebuilt.py",
+    "tests/compat/test_middleware_every_loop.py",
+    "tests/compat/test_middleware_prebuilt_loops.py",
+)
+
+
 @dataclass(frozen=True)
 class Group:
     """Modules mutated together, the tests run against them, and (optionally) the only
@@ -96,7 +109,7 @@ GROUPS = (
     ),
     Group(
         "accounting",
-        ("state.py", "nodes/runner.py", "nodes/errors.py"),
+        ("nodes/runner.py", "nodes/errors.py"),
         (
             "tests/test_runner.py",
             "tests/test_provider_faults.py",
@@ -104,18 +117,69 @@ GROUPS = (
             "tests/test_mutation_survivors.py",
         ),
         functions=(
-            "state.x_empty_usage",
-            "state.x_add_usage",
-            "state.x_usage_of",
-            "state.x_counted",
-            "state.x_add_totals",
-            "state.x_run_defaults",
-            "state.x_opening_update",
             "nodes.runner.x_guard",
             "nodes.errors.x_mark_sent",
             "nodes.errors.x_failed_calls",
             "nodes.errors.x_all_failed",
             "nodes.errors.x_failed_requests",
+        ),
+    ),
+    Group(
+        "state",
+        ("state.py",),
+        (
+            "tests/test_runner.py",
+            "tests/test_state.py",
+            "tests/test_injection.py",
+            "tests/test_provider_faults.py",
+            "tests/test_custom_state.py",
+            "tests/test_plain_updates.py",
+            "tests/test_host_contract.py",
+            "tests/test_guarantees_mutations.py",
+            "tests/test_mutation_survivors.py",
+            "tests/compat/test_middleware_hooks.py",
+        ),
+    ),
+    Group(
+        "model_seam",
+        ("nodes/model_call.py", "nodes/model_send.py", "nodes/middleware.py"),
+        (
+            *MIDDLEWARE_TESTS,
+            "tests/test_model_seam.py",
+            "tests/test_tool_path.py",
+            "tests/test_middleware_errors.py",
+            "tests/test_cut_replies.py",
+            "tests/compat/test_structured_response.py",
+            "tests/compat/test_create_agent_parity.py",
+        ),
+    ),
+    Group(
+        "hooks_routing",
+        ("nodes/hooks.py", "nodes/routing.py"),
+        (
+            *MIDDLEWARE_TESTS,
+            "tests/test_tot_hooks.py",
+            "tests/test_plan_execute_host.py",
+            "tests/test_custom_state.py",
+            "tests/test_plain_updates.py",
+            "tests/test_runner.py",
+            "tests/clients/test_every_loop_contract.py",
+        ),
+    ),
+    Group(
+        "tool_step",
+        ("nodes/tool_step.py",),
+        (
+            "tests/test_tool_steps.py",
+            "tests/test_tool_path.py",
+            "tests/test_human_approval.py",
+            "tests/test_dangling_calls.py",
+            "tests/test_mutation_survivors.py",
+            "tests/compat/test_tool_execution.py",
+            "tests/compat/test_return_direct.py",
+            "tests/compat/test_injected_args.py",
+            "tests/compat/test_approval.py",
+            "tests/compat/test_tool_interrupts_persisted.py",
         ),
     ),
     Group(
