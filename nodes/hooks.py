@@ -40,7 +40,7 @@ from langgraph.types import Send
 
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
-from loopgraphs.nodes.runner import RunnableCallable, node_callable
+from loopgraphs.nodes.runner import RunnableCallable, node_callable, takes_runtime
 from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"
@@ -409,7 +409,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
 def _mapped_router(router: Any, wiring: Wiring) -> Any:
     """A plain router function whose answers lead through the hook nodes (its parameters
     kept, as LangGraph passes the runtime by name)."""
-    if router.__code__.co_argcount > 1:
+    if takes_runtime(router):
 
         def with_runtime(state: Any, runtime: Any) -> Any:
             return wiring.route_to(router(state, runtime))

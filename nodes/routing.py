@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy, Send
 
 from loopgraphs.nodes.hooks import Wiring
-from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step
+from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step, takes_runtime
 from loopgraphs.state import scratch_of, state_after
 
 Router = Callable[..., str | list[Send]]
@@ -47,12 +47,13 @@ def route(
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
     # that does not need one must not ask for it.
-    guarded: Router = with_runtime if router.__code__.co_argcount > 1 else without_runtime
+    guarded: Router = with_runtime if takes_runtime(router) else without_runtime
     wiring = getattr(builder, "wiring", None)
     if wiring is not None:
         guarded = _through_hooks(guarded, wiring, source)
         targets = [*targets, *wiring.jump_targets(source).values()]
-    path = RunnableCallable(guarded, None, name=router.__name__, trace=False)
+    name = getattr(router, "__name__", None) or f"route_{source}"  # a partial has none
+    path = RunnableCallable(guarded, None, name=name, trace=False)
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 
 
@@ -81,14 +82,14 @@ def add_routed_step(
         add_step(builder, name, logic, policy, **step)
         route(builder, name, router, targets)
         return
-    takes_runtime = router.__code__.co_argcount > 1
+    wants_runtime = takes_runtime(router)
     channels = builder.channels
 
     def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: Runtime[Any]) -> Any:
         after = state_after(channels, state, outputs)
         if run_over(after):
             return wiring.entry(END) if wiring is not None else END
-        chosen = router(after, runtime) if takes_runtime else router(after)
+        chosen = router(after, runtime) if wants_runtime else router(after)
         return wiring.route_to(chosen) if wiring is not None else chosen
 
     ends = [*targets, END]
@@ -106,7 +107,7 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state))
 
-    return with_runtime if router.__code__.co_argcount > 1 else without_runtime
+    return with_runtime if takes_runtime(router) else without_runtime
 
 
 def run_over(state: Mapping[str, Any]) -> bool:

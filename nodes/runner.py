@@ -205,6 +205,13 @@ def config_set(config: RunnableConfig) -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
+def takes_runtime(router: Callable[..., Any]) -> bool:
+    """Whether a router takes the runtime after the state (``router(state, runtime)``):
+    LangGraph passes it only to routers that ask for it. Read from the signature, so a
+    bound method or a ``functools.partial`` counts only the parameters left to fill."""
+    return len(inspect.signature(router).parameters) > 1
+
+
 def node_callable(
     sync: Callable[..., Any] | None, asynchronous: Callable[..., Any] | None, *, name: str
 ) -> RunnableCallable:

@@ -158,6 +158,7 @@ GROUPS = (
         ("nodes/hooks.py", "nodes/routing.py"),
         (
             *MIDDLEWARE_TESTS,
+            "tests/test_routing.py",
             "tests/test_tot_hooks.py",
             "tests/test_plan_execute_host.py",
             "tests/test_custom_state.py",
