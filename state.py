@@ -302,20 +302,6 @@ def starts_run(state: Mapping[str, Any]) -> bool:
     return isinstance(last, HumanMessage) and last.id != scratch_of(state).get("seen")
 
 
-def opening_update(defaults: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """The state update of a run's first step: its own ``update`` over the run's
-    ``defaults``, with the counters overwritten (not added to) by the step's own counts
-    and the scratch replaced (it holds the new run's fence, see ``merge_scratch``), so that
-    a new run on an existing thread reports only its own calls and tokens and keeps
-    nothing of the last run's bookkeeping."""
-    merged = {**defaults, **update}
-    merged["scratch"] = {**defaults.get("scratch", {}), **update.get("scratch", {})}
-    merged["llm_calls"] = Overwrite(int(update.get("llm_calls") or 0))
-    merged["retries"] = Overwrite(int(update.get("retries") or 0))
-    merged["usage"] = Overwrite(add_usage(empty_usage(), update.get("usage")))
-    return merged
-
-
 def start_run(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
     """Update for a loop's first node: reset per-run counters (``None``, see ``add_count``)
     and the scratch (with the loop's own starting ``scratch`` values) and check the input."""

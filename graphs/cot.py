@@ -10,24 +10,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
-from loopgraphs.state import LoopState, OutputState, start_run
+from loopgraphs.nodes.step import Step
+from loopgraphs.state import LoopState, OutputState
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -87,24 +87,14 @@ def build_cot(
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def prepare(state: CoTState) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
-        check_history(state.get("messages") or [])  # before any model call
-        update: dict[str, Any] = {
-            **start_run(dict(state)),
-            "tool_mode": "none",
-            "samples": [],
-            "answers": [],
-            "votes": {},
-        }
-        if update["status"] == "running" and not steps_left(state, needed):
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+        update: dict[str, Any] = {"samples": [], "answers": [], "votes": {}}
+        if not steps_left(state, needed):
             update.update(status="max_iterations", answer="")
         return update
 
-    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
-        ask, form = asker(run, state, runtime), Form(prompts.COT_SYSTEM)
+    def generate(state: dict[str, Any], step: Step) -> Logic:
+        ask, form = step.ask(state), Form(prompts.COT_SYSTEM)
         call = ask.call(state["messages"], form)
         if not voting:
             reply, update = yield from call_model(call)
@@ -150,11 +140,10 @@ def build_cot(
         }
 
     builder = new_graph(CoTState, CoTOutput, options or {}, loop="cot", settings=settings)
-    builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, settings.retry_policy, model_step=True)
+    add_start(builder, settings, opening)
+    add_step(builder, "generate", generate, settings, model_step=True)
     builder.add_node("parse", parse)
     builder.add_node("vote", vote)
-    builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", lambda state: "parse", ["parse"])
     route(builder, "parse", lambda state: "vote" if voting else END, ["vote"])

@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -26,13 +25,11 @@ from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import call_key, fence_output, unfence
 from loopgraphs.nodes.generate import (
     answer_message,
-    asker,
     call_model,
     short_again,
     spent_together,
@@ -43,6 +40,7 @@ from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -51,9 +49,9 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import Level, structured_call
-from loopgraphs.nodes.tool_loop import check_history, pending_step, review_node
-from loopgraphs.nodes.tool_modes import resolve_mode
+from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     LoopState,
@@ -61,7 +59,6 @@ from loopgraphs.state import (
     conversation_of,
     request_of,
     scratch_of,
-    start_run,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -234,25 +231,21 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         """After a draft or a revision: its hooks, then a critique and its checks."""
         return after + before + 1 + check_steps(run)
 
-    def prepare(state: CriticState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        check_history(state.get("messages") or [])  # before any model call
-        run = settings.for_run(runtime)
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
-            **start_run(dict(state)),
-            "tool_mode": resolve_mode(run),
             "draft": "",
             "claims": [],
             "round": 0,
             "verified": False,
             "pending": [],
         }
-        if update["status"] == "running" and not steps_left(state, draft_steps):
+        if not steps_left(state, draft_steps):
             update.update(status="max_iterations", answer="")
         return update
 
-    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
-        ask = asker(run, state, runtime)
+    def generate(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
+        ask = step.ask(state)
         history, form = conversation_of(state), Form(prompts.CHAT_SYSTEM)
         first, update = yield from call_model(ask.call(history, form))
         reply, shown, update = yield from short_again(ask, history, form, first, update)
@@ -267,9 +260,9 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
-    def critique(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
-        ask = asker(run, state, runtime)
+    def critique(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
+        ask = step.ask(state)
         mode = state.get("tool_mode", "text")
         earlier = state.get("claims", [])
         choice = run.tool_choice or ("required" if guides(run) else None)
@@ -358,13 +351,13 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         # "revise" when a middleware answered every check (rejected them, say)
         return pending_step(settings.for_run(runtime), state) or "revise"
 
-    def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def revise(state: dict[str, Any], step: Step) -> Logic:
         fence = scratch_of(state).get("fence", "")
         checked = _checked(state, fence)
         claims = {"claims": [*state.get("claims", []), *checked], "pending": []}
         if scratch_of(state).get("tool_ended"):  # a check's tool ended the run
             return {**claims, "status": "completed"}
-        run = settings.for_run(runtime)
+        run = step.run
         number = state.get("round", 1)
         guided = state.get("tool_mode") == "json" and guides(run)
         if guided:
@@ -378,7 +371,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             schema = revision_schema(request_of(state), earlier, checked)
             form = Form(system, tools="schema", schema=lambda tools, require: schema)
             offered = run.tools.tools
-        ask = asker(run, state, runtime)
+        ask = step.ask(state)
         history = [*conversation_of(state), request]
         first, update = yield from call_model(ask.call(history, form, tools=offered))
         reply, shown, update = yield from short_again(ask, history, form, first, update)
@@ -393,7 +386,6 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
-    policy = settings.retry_policy
     builder = new_graph(
         CriticState,
         CriticOutput,
@@ -403,20 +395,19 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         tools_node="call_tool",
     )
     review = ["review"] if settings.review else []
-    builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy, model_step=True)
+    add_start(builder, settings, opening)
+    add_step(builder, "generate", generate, settings, model_step=True)
     add_routed_step(
         builder,
         "critique",
         critique,
-        policy,
+        settings,
         route_critique,
         [*review, "call_tool", "revise"],
         model_step=True,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_step(builder, "revise", revise, policy, model_step=True)
-    builder.add_edge(START, "prepare")
+    add_step(builder, "revise", revise, settings, model_step=True)
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])
     builder.add_edge("call_tool", "revise")

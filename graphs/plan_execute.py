@@ -20,8 +20,8 @@ from functools import cache
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.runnables import RunnableBinding, RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langchain_core.runnables import RunnableBinding
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -30,7 +30,6 @@ from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import (
     ReactSubgraph,
@@ -39,7 +38,7 @@ from loopgraphs.graphs.react_subgraph import (
     tool_work,
 )
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.generate import answer_message, asker, call_model, short_again
+from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.plans import (
     clean_steps,
@@ -49,6 +48,7 @@ from loopgraphs.nodes.parsing.plans import (
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of, question_text
 from loopgraphs.nodes.routing import route, steps_left
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -58,9 +58,9 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
-from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopState, OutputState, request_of, start_run
+from loopgraphs.state import LoopState, OutputState, request_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MAX_ASKED = 7
@@ -272,22 +272,16 @@ def build_plan_execute(
             or not step_iterations(state, runtime)
         )
 
-    def prepare(state: PlanExecuteState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
-        check_history(state.get("messages") or [])  # before any model call
-        run = settings.for_run(runtime)
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
         return {
-            **start_run(state),
             "request": question_text(state.get("messages", [])),
             "plan": [],
             "step_results": [],
             "current_step": 0,
-            "tool_mode": resolve_mode(run),
         }
 
-    def plan(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def plan(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         high = min(PLAN_MAX_ASKED, max_steps)
 
         def instructions(tools: ToolRegistry) -> str:
@@ -295,7 +289,7 @@ def build_plan_execute(
             return prompts.PLANNER_SYSTEM.format(high=high, tools=listed)
 
         result = yield from structured_call(
-            asker(run, state, runtime),
+            step.ask(state),
             list(state["messages"]),
             bounded(Plan, high),
             instructions=instructions,
@@ -313,8 +307,8 @@ def build_plan_execute(
         decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
 
-    def execute(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        iterations = step_iterations(state, runtime)
+    def execute(state: dict[str, Any], step: Step) -> Logic:
+        iterations = step_iterations(state, step.runtime)
         if not iterations:
             return {}  # no calls left for a step: route_executed moves on to synthesize
         steps = state.get("plan") or []
@@ -322,7 +316,7 @@ def build_plan_execute(
         done = list(state.get("step_results") or [])
         prompt = request_of(state)  # a plan of one step is the request: ReAct answers it
         if steps != [prompt]:
-            room = results_room(settings.for_run(runtime).chat_model)
+            room = results_room(step.run.chat_model)
             prompt = prompts.EXECUTE_STEP.format(
                 request=request_of(state),
                 plan=numbered(steps),
@@ -330,7 +324,7 @@ def build_plan_execute(
                 number=index + 1,
                 step=steps[index],
             )
-        out, spent = yield from react.run(runtime, state, [HumanMessage(prompt)], iterations)
+        out, spent = yield from react.run(step.runtime, state, [HumanMessage(prompt)], iterations)
         status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {
@@ -361,8 +355,8 @@ def build_plan_execute(
             work.append(AIMessage(text, name=settings.agent_name))
         return {**update, "answer": result, "messages": work}
 
-    def revise(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def revise(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         steps = list(state.get("plan") or [])
         index = state.get("current_step", 0)
         room = max_steps - index
@@ -378,7 +372,7 @@ def build_plan_execute(
             ),
         ]
         result = yield from structured_call(
-            asker(run, state, runtime),
+            step.ask(state),
             prompt,
             bounded(PlanUpdate, max(room, 1)),
             instructions=prompts.REPLAN_SYSTEM.format(room=room),
@@ -390,8 +384,8 @@ def build_plan_execute(
             return result.state_update()
         return {**result.state_update(), "plan": steps[:index] + list(result.value.steps)[:room]}
 
-    def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def synthesize(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         results = state.get("step_results") or []
         good = [r["result"] for r in results if not step_failed(r)]
         latest = (good or [r["result"] for r in results if r["result"]] or [""])[-1]
@@ -404,7 +398,7 @@ def build_plan_execute(
                 )
             )
         ]
-        ask, form = asker(run, state, runtime), Form(prompts.SYNTHESIZE_SYSTEM)
+        ask, form = step.ask(state), Form(prompts.SYNTHESIZE_SYSTEM)
         reply, update = yield from call_model(ask.call(request, form))
         reply, _, update = yield from short_again(ask, request, form, reply, update)
         cut = cut_short(reply)
@@ -439,15 +433,13 @@ def build_plan_execute(
     def route_replanned(state: dict[str, Any], runtime: Runtime[Any]) -> str:
         return "synthesize" if finished(state, runtime) else "execute"
 
-    policy = settings.retry_policy
     builder = new_graph(
         PlanExecuteState, PlanExecuteOutput, options or {}, loop="plan_execute", settings=settings
     )
-    builder.add_node("prepare", prepare)
-    add_step(builder, "plan", plan, policy, model_step=True)
-    add_step(builder, "execute", execute, policy, subgraph=react.graph)
-    add_step(builder, "synthesize", synthesize, policy, model_step=True)
-    builder.add_edge(START, "prepare")
+    add_start(builder, settings, opening)
+    add_step(builder, "plan", plan, settings, model_step=True)
+    add_step(builder, "execute", execute, settings, subgraph=react.graph)
+    add_step(builder, "synthesize", synthesize, settings, model_step=True)
     route(builder, "prepare", lambda state: "plan", ["plan"])
     review = ["review_plan"] if approve_plan else []
     route(builder, "plan", route_planned, [*review, "execute", "synthesize"])
@@ -457,7 +449,7 @@ def build_plan_execute(
     revise_node = ["replan"] if replan else []
     route(builder, "execute", route_executed, ["execute", *revise_node, "synthesize"])
     if replan:
-        add_step(builder, "replan", revise, policy, model_step=True)
+        add_step(builder, "replan", revise, settings, model_step=True)
         route(builder, "replan", route_replanned, ["execute", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder

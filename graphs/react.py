@@ -1,6 +1,6 @@
 """ReAct: reason, act with a tool, observe, repeat until a final answer.
 
-Graph: ``[select_tools] → generate → [review] → call_tool → generate ...``.
+Graph: ``prepare → [select_tools] → generate → [review] → call_tool → generate ...``.
 ``generate`` calls the model and reads its reply in the run's tool mode; ``call_tool``
 runs the calls through LangGraph's ``ToolNode``; ``final_answer`` asks once for an answer
 when the budget is spent; an optional ``synthesize`` node writes the user-facing answer
@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -25,7 +24,7 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.answer_repair import last_result, restated_answer, says_nothing
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.generate import answer_message, asker, call_model, loop_prompt
+from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
 from loopgraphs.nodes.parsing.text import (
@@ -34,7 +33,8 @@ from loopgraphs.nodes.parsing.text import (
     cut_short,
     final_answer_of,
 )
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left
+from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -43,11 +43,12 @@ from loopgraphs.nodes.settings import (
     check_flag,
     make_settings,
 )
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import check_history, pending_step, review_node, tool_budget_spent
-from loopgraphs.nodes.tool_modes import example_answers, required_tool, resolve_mode, run_registry
+from loopgraphs.nodes.tool_loop import pending_step, review_node, tool_budget_spent
+from loopgraphs.nodes.tool_modes import example_answers, required_tool, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
-from loopgraphs.state import InnerReActOutput, ReActState, TotalsOutput, run_defaults, scratch_of
+from loopgraphs.state import InnerReActOutput, ReActState, TotalsOutput, scratch_of
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -67,15 +68,8 @@ def build_react(
     around the outer loop, and the run also returns its ``scratch``, which says whether
     a hook ended it)."""
 
-    def begin(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
-        check_history(state.get("messages") or [])
-        return {
-            **run_defaults(state, iterations=0),
-            "tool_mode": resolve_mode(settings.for_run(runtime)),
-        }
-
-    def select_tools(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def select_tools(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         allowed: Any = Literal[tuple(run.tools.names)]
         choice: type[BaseModel] = create_model(
             "ToolSelection",
@@ -86,13 +80,13 @@ def build_react(
             limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request
         )
         result = yield from structured_call(
-            asker(run, state, runtime), [HumanMessage(prompt)], choice, max_calls=2
+            step.ask(state), [HumanMessage(prompt)], choice, max_calls=2
         )
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 
-    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def generate(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         scratch = scratch_of(state)
         if scratch.get("tool_ended"):
             return {"status": "completed"}
@@ -100,7 +94,7 @@ def build_react(
             return {}  # route_generated moves on to select_tools or final_answer
         require = required_tool(run, state, model_default=True)
         update = yield from model_turn(
-            run, state, state["messages"], require=require, runtime=runtime
+            run, state, state["messages"], require=require, runtime=step.runtime
         )
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):
@@ -163,17 +157,17 @@ def build_react(
             "status": "max_iterations",
         }
 
-    def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def final_answer(state: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
         update = yield from model_turn(
-            run, state, [*state["messages"], ask], require="none", runtime=runtime
+            run, state, [*state["messages"], ask], require="none", runtime=step.runtime
         )
         reply = without_tool_calls(update["messages"][0])
-        step = interpret(update.get("tool_mode", "none"), reply)
+        read = interpret(update.get("tool_mode", "none"), reply)
         cut = cut_short(reply)
-        answer = step.answer if step.kind == "final" and not cut else ""
-        if not answer and step.kind == "none" and not cut:
+        answer = read.answer if read.kind == "final" and not cut else ""
+        if not answer and read.kind == "none" and not cut:
             answer = final_answer_of(content_text(reply.content))
         scratch = scratch_of(state)
         start, fence = scratch.get("transcript_start", 0), scratch.get("fence", "")
@@ -186,8 +180,7 @@ def build_react(
         reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
-    def synthesize(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def synthesize(state: dict[str, Any], step: Step) -> Logic:
         start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
         question = content_text(state["messages"][start - 1].content) if start else ""
@@ -196,9 +189,7 @@ def build_react(
                 question=question, trace=trace, draft=state.get("answer", "")
             )
         )
-        call = asker(run, state, runtime).call(
-            [request], Form(prompts.SYNTHESIZE_SYSTEM), with_system=False
-        )
+        call = step.ask(state).call([request], Form(prompts.SYNTHESIZE_SYSTEM), with_system=False)
         reply, update = yield from call_model(call)
         text = "" if cut_short(reply) else content_text(reply.content).strip()
         text = text or state.get("answer", "")
@@ -244,26 +235,23 @@ def build_react(
         main_step="generate",
         agent_hooks=agent_hooks,
     )
-    policy = settings.retry_policy
     finish = ["synthesize"] if synthesize_answer else []
     review = ["review"] if settings.review else []
-    add_step(builder, "select_tools", select_tools, policy, model_step=True)
+    add_step(builder, "select_tools", select_tools, settings, model_step=True)
     add_routed_step(
         builder,
         "generate",
         generate,
-        policy,
+        settings,
         route_generated,
         ["select_tools", *review, "call_tool", "generate", "final_answer", *finish],
-        begin=begin,
         model_step=True,
         settles_answer=True,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    # Each run starts in generate, which sets the run up in its first step (see
-    # ``loopgraphs.nodes.runner.opening``): no router reads the state at the start.
-    builder.add_edge(START, "generate")
-    add_step(builder, "final_answer", final_answer, policy, model_step=True, settles_answer=True)
+    add_start(builder, settings, lambda state, run: {}, scratch={"iterations": 0})
+    route(builder, "prepare", while_running("generate"), ["generate"])
+    add_step(builder, "final_answer", final_answer, settings, model_step=True, settles_answer=True)
     route(builder, "select_tools", lambda state: "generate", ["generate"])
     builder.add_edge("call_tool", "generate")
     if review:
@@ -275,7 +263,7 @@ def build_react(
             ["call_tool"],
         )
     if synthesize_answer:
-        add_step(builder, "synthesize", synthesize, policy, model_step=True, settles_answer=True)
+        add_step(builder, "synthesize", synthesize, settings, model_step=True, settles_answer=True)
         route(builder, "final_answer", lambda state: "synthesize", ["synthesize"])
         builder.add_edge("synthesize", END)
     else:

@@ -22,24 +22,22 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.model_call import Asker, ModelCall, asking
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text, question_text
 from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -48,9 +46,9 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
-from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopState, OutputState, conversation_of, request_of, start_run
+from loopgraphs.state import LoopState, OutputState, conversation_of, request_of
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"
@@ -257,26 +255,19 @@ def build_reflexion(
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
-    def prepare(state: ReflexionState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
-        check_history(state.get("messages") or [])  # before any model call
-        run = settings.for_run(runtime)
-        messages = state.get("messages", [])
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
         return {
-            **start_run(state),
-            "request": question_text(messages),
+            "request": question_text(state.get("messages", [])),
             "episode": 0,
             "reflections": [],
             "evaluations": [],
             "episode_answers": [],
-            "tool_mode": resolve_mode(run),
         }
 
-    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def generate(state: dict[str, Any], step: Step) -> Logic:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
-        out, spent = yield from react.run(runtime, state, episode_input)
+        out, spent = yield from react.run(step.runtime, state, episode_input)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])
@@ -299,12 +290,11 @@ def build_reflexion(
             answer = answer or (answers[-1] if answers else "")
         return {**update, "episode_answers": [*answers, answer], "answer": answer}
 
-    def evaluate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def evaluate(state: dict[str, Any], step: Step) -> Logic:
         answer = state.get("answer", "")
         if answer.strip():
             verdict, result = yield from evaluate_answer(
-                asker(run, state, runtime), request_of(state), answer, max_calls=EVALUATOR_CALLS
+                step.ask(state), request_of(state), answer, max_calls=EVALUATOR_CALLS
             )
             record, update = evaluation_record(verdict), result.state_update()
         else:  # nothing to judge: not satisfactory, and no call spent on it
@@ -316,24 +306,21 @@ def build_reflexion(
             update["status"] = "max_iterations"
         return update
 
-    def reflect(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def reflect(state: dict[str, Any], step: Step) -> Logic:
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(
-            asker(run, state, runtime), request_of(state), state.get("answer", ""), feedback
+            step.ask(state), request_of(state), state.get("answer", ""), feedback
         )
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 
-    policy = settings.retry_policy
     builder = new_graph(
         ReflexionState, ReflexionOutput, options or {}, loop="reflexion", settings=settings
     )
-    builder.add_node("prepare", prepare)
-    add_step(builder, "generate", generate, policy, subgraph=react.graph)
-    add_step(builder, "evaluate", evaluate, policy, model_step=True)
-    add_step(builder, "reflect", reflect, policy, model_step=True)
-    builder.add_edge(START, "prepare")
+    add_start(builder, settings, opening)
+    add_step(builder, "generate", generate, settings, subgraph=react.graph)
+    add_step(builder, "evaluate", evaluate, settings, model_step=True)
+    add_step(builder, "reflect", reflect, settings, model_step=True)
     route(builder, "prepare", lambda state: "generate", ["generate"])
     route(builder, "generate", lambda state: "evaluate", ["evaluate"])
     route(builder, "evaluate", while_running("reflect"), ["reflect"])

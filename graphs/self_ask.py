@@ -32,15 +32,13 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     asked_before,
@@ -81,6 +79,7 @@ from loopgraphs.nodes.parsing.self_ask import (
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -89,15 +88,14 @@ from loopgraphs.nodes.settings import (
     check_positive,
     make_settings,
 )
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_loop import pending_step, review_node
-from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     LoopState,
     OutputState,
     request_of,
     scratch_of,
-    start_run,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -283,20 +281,14 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
         return after + bool(run.review) + 1 + model_steps
 
-    def prepare(state: SelfAskState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
-        check_history(state.get("messages") or [])  # before any model call
-        run = settings.for_run(runtime)
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
-            **start_run(dict(state), iterations=0),
-            "tool_mode": resolve_mode(run),
             "follow_ups": [],
             "pending": [],
             "unread": False,
             "finishing": "",
         }
-        if update["status"] == "running" and not steps_left(state, model_steps):
+        if not steps_left(state, model_steps):
             update.update(status="max_iterations", answer="")
         return update
 
@@ -493,20 +485,20 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         mode = state.get("tool_mode") or "none"
         return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
 
-    def generate(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def generate(state: dict[str, Any], step: Step) -> Logic:
         """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
         written as the reply with its tool calls; the last turn's follow-ups are answered
         first from their tool results."""
-        run = settings.for_run(runtime)
+        run = step.run
         done = settled(state, run)
         if scratch_of(state).get("tool_ended"):  # a tool ended the run
             return {**done, "status": "completed"}
         view = {**state, **done}
         if guided(run, state.get("tool_mode") or "none"):
-            update = yield from guided_generate(view, runtime)
+            update = yield from guided_generate(view, step.runtime)
             read = guided_parse
         else:
-            update = yield from model_turn(run, view, state["messages"], runtime)
+            update = yield from model_turn(run, view, state["messages"], step.runtime)
             made = scratch_of(state).get("iterations", 0) + 1
             update["scratch"] = {"iterations": made}
             read = parse
@@ -617,16 +609,16 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             )
         return update
 
-    def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def final_answer(state: dict[str, Any], step: Step) -> Logic:
         """Ask once for the answer (the follow-up budget is spent, or a reply was cut),
         after answering the last turn's follow-ups from their tool results."""
-        run = settings.for_run(runtime)
+        run = step.run
         done = settled(state, run)
         view = {**state, **done}
         if guided(run, state.get("tool_mode") or "none"):
-            return {**done, **(yield from guided_final(view, runtime))}
+            return {**done, **(yield from guided_final(view, step.runtime))}
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
-        update = yield from model_turn(run, view, [*state["messages"], ask], runtime)
+        update = yield from model_turn(run, view, [*state["messages"], ask], step.runtime)
         reply = update["messages"][0]
         if reply.tool_calls:
             reply = _without_calls(reply)
@@ -663,7 +655,6 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     def route_reviewed(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
         return dispatch(pending_calls(state["messages"])) or route_tools(state, runtime)
 
-    policy = settings.retry_policy
     builder = new_graph(
         SelfAskState,
         SelfAskOutput,
@@ -673,23 +664,22 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         tools_node="call_tool",
     )
     review = ["review"] if settings.review else []
-    builder.add_node("prepare", prepare)
+    add_start(builder, settings, opening, scratch={"iterations": 0})
     # The steps a router leads to are added first, so that its answers lead through
     # their hook nodes.
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_step(builder, "final_answer", final_answer, policy, model_step=True)
+    add_step(builder, "final_answer", final_answer, settings, model_step=True)
     if review:
         builder.add_node("review", review_node(settings))
     add_routed_step(
         builder,
         "generate",
         generate,
-        policy,
+        settings,
         route_generated,
         [*review, "call_tool", "generate", "final_answer"],
         model_step=True,
     )
-    builder.add_edge(START, "prepare")
     route(builder, "prepare", while_running("generate"), ["generate"])
     route(builder, "call_tool", route_tools, ["generate", "final_answer"])
     if review:

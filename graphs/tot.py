@@ -17,34 +17,32 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
-from loopgraphs.context import LoopContext
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import is_embedded_model
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import asker, call_model
+from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.text import content_text, cut_short, question_text
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.routing import route, steps_left
+from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
     LoopState,
     OutputState,
     add_usage,
     empty_usage,
     request_of,
-    start_run,
 )
 
 SCORINGS = ("batched", "per_branch")
@@ -156,13 +154,8 @@ def build_tot(
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
 
-    def prepare(state: ToTState, runtime: Runtime[LoopContext]) -> dict[str, Any]:
-        from loopgraphs.nodes.tool_loop import check_history
-
-        check_history(state.get("messages") or [])  # before any model call
+    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
-            **start_run(state),
-            "tool_mode": "none",
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
             "depth": 0,
@@ -171,20 +164,20 @@ def build_tot(
             "stop_reason": "",
             "failures": None,
         }
-        if update["status"] != "error" and not update["problem"]:
+        if not update["problem"]:
             update.update(status="error", error="the last user message has no text")
-        elif update["status"] != "error" and not steps_left(state, LEVEL_STEPS):
+        elif not steps_left(state, LEVEL_STEPS):
             update["stop_reason"] = "step_limit"
             if not steps_left(state, ANSWER_STEPS):
                 update["status"] = "max_iterations"
         return update
 
-    def expand(payload: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def expand(payload: dict[str, Any], step: Step) -> Logic:
+        run = step.run
         state = {key: value for key, value in payload.items() if key != BRANCH}
         branch = payload[BRANCH]
         problem = request_of(state)
-        ask = asker(run, state, runtime)
+        ask = step.ask(state)
         form = Form(prompts.TOT_SYSTEM)
         path = list(branch["thoughts"])
         shown = render_path(path)
@@ -237,10 +230,7 @@ def build_tot(
         ]
         return {**update, "candidates": candidates}
 
-    def score_branches(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
-    ) -> Logic:
-        run = settings.for_run(runtime)
+    def score_branches(state: dict[str, Any], step: Step) -> Logic:
         depth = state.get("depth", 0) + 1
         candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
         for candidate in candidates:
@@ -261,7 +251,7 @@ def build_tot(
         if not candidates:
             return {"depth": depth, "stop_reason": "dead_end"}
         paths = [c["thoughts"] for c in candidates]
-        ask = asker(run, state, runtime)
+        ask = step.ask(state)
         if scoring == "batched":
             scores, update = yield from score_all(ask, request_of(state), paths)
         else:
@@ -284,13 +274,12 @@ def build_tot(
             return {**result, "candidates": scored, "stop_reason": "step_limit"}
         return {**result, "candidates": None}
 
-    def final_answer(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def final_answer(state: dict[str, Any], step: Step) -> Logic:
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
         reply, update = yield from call_model(
-            asker(run, state, runtime).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
+            step.ask(state).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
         )
         said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said
@@ -312,8 +301,8 @@ def build_tot(
         """Guard a concurrent task: its error becomes a failure record, not a status write."""
         guarded = guard(logic, policy)
 
-        def run(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-            update = yield from guarded(state, config, runtime)
+        def run(state: dict[str, Any], step: Step) -> Logic:
+            update = yield from guarded(state, step)
             if update.get("status") == "error":
                 return {
                     "failures": [update.get("error") or "expansion failed"],
@@ -346,17 +335,16 @@ def build_tot(
         return "expand" if hooked else expansions(state)
 
     builder = new_graph(ToTState, ToTOutput, options or {}, loop="tot", settings=settings)
-    # The router after ``prepare`` reads the state through the node's input schema: the
-    # whole state, so that the first level's tasks get the caller's keys too.
-    builder.add_node("prepare", prepare, input_schema=builder.state_schema)
+    # The router after ``prepare`` reads the whole state (the node's input schema), so
+    # that the first level's tasks get the caller's keys too.
+    add_start(builder, settings, opening)
     builder.add_node(
-        "expand", as_node("expand", contained(expand), guarded=False), retry_policy=policy
+        "expand", as_node("expand", contained(expand), settings, guarded=False), retry_policy=policy
     )
     if isinstance(builder, LoopGraph):
         builder.add_model_step("expand", fan_out=expansions)
-    add_step(builder, "score_branches", score_branches, policy, model_step=True)
-    add_step(builder, "final_answer", final_answer, policy, model_step=True)
-    builder.add_edge(START, "prepare")
+    add_step(builder, "score_branches", score_branches, settings, model_step=True)
+    add_step(builder, "final_answer", final_answer, settings, model_step=True)
     route(builder, "prepare", next_level, ["expand", "final_answer"])
     builder.add_edge("expand", "score_branches")
     route(builder, "score_branches", next_level, ["expand", "final_answer"])

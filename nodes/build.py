@@ -16,23 +16,21 @@ from typing import Any
 import typing_extensions
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed.base import is_managed_value
-from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
-from loopgraphs.nodes.generate import asker
 from loopgraphs.nodes.hooks import LoopGraph, wire
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import schema_name, structured_call
 from loopgraphs.state import InputState, OutputState, StructuredOutput
 
@@ -299,8 +297,7 @@ def _with_structured_response(
     )
     outer.add_node(name, loop.compile(name=name))
 
-    def respond(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        run = settings.for_run(runtime)
+    def respond(state: dict[str, Any], step: Step) -> Logic:
         question = next(
             (
                 content_text(m.content)
@@ -313,7 +310,7 @@ def _with_structured_response(
             HumanMessage(prompts.RESPOND_USER.format(question=question, answer=state["answer"]))
         ]
         result = yield from structured_call(
-            asker(run, state, runtime),
+            step.ask(state),
             prompt,
             settings.response_format,
             instructions=prompts.RESPOND_SYSTEM,
@@ -329,7 +326,7 @@ def _with_structured_response(
             )
         return update
 
-    add_step(outer, "respond", respond, settings.retry_policy)
+    add_step(outer, "respond", respond, settings)
     outer.add_edge(START, name)
     route(outer, name, lambda state: "respond" if state.get("answer") else END, ["respond"])
     outer.add_edge("respond", END)

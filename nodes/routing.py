@@ -17,10 +17,11 @@ from typing import Any
 
 from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy, Send
+from langgraph.types import Send
 
 from loopgraphs.nodes.hooks import Wiring
 from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step, takes_runtime
+from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import scratch_of, state_after
 
 Router = Callable[..., str | list[Send]]
@@ -61,7 +62,7 @@ def add_routed_step(
     builder: StateGraph[Any, Any, Any, Any],
     name: str,
     logic: LogicFactory,
-    policy: RetryPolicy | None,
+    settings: LoopSettings,
     router: Router,
     targets: Sequence[str],
     **step: Any,
@@ -79,7 +80,7 @@ def add_routed_step(
     if wiring is not None and (
         wiring.middleware.with_hook("before_model") or wiring.middleware.with_hook("after_model")
     ):
-        add_step(builder, name, logic, policy, **step)
+        add_step(builder, name, logic, settings, **step)
         route(builder, name, router, targets)
         return
     wants_runtime = takes_runtime(router)
@@ -94,7 +95,7 @@ def add_routed_step(
 
     ends = [*targets, END]
     destinations = [wiring.entry(t) for t in ends] if wiring is not None else ends
-    add_step(builder, name, logic, policy, next_step=next_step, destinations=destinations, **step)
+    add_step(builder, name, logic, settings, next_step=next_step, destinations=destinations, **step)
 
 
 def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:

@@ -41,7 +41,9 @@ from loopgraphs.nodes.middleware import UnsupportedPath
 from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
-from loopgraphs.state import add_totals, opening_update, starts_run
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step
+from loopgraphs.state import add_totals
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,10 @@ def _capture(func: Callable[..., Any], *args: Any) -> Any:
 
 
 Logic = Generator[Request, Any, dict[str, Any]]
-LogicFactory = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
+# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
+LogicFactory = Callable[[dict[str, Any], Step], Logic]
+# The same logic as a node drives it, before the run's settings are resolved.
+NodeLogic = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
 
 
 def run_sync(
@@ -187,7 +192,6 @@ def _commands_of(result: Any) -> Sequence[Command[Any]]:
     return [command for item in result for command in getattr(item, "commands", None) or ()]
 
 
-Begin = Callable[[dict[str, Any], Runtime[Any]], dict[str, Any]]
 NextStep = Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any]
 
 
@@ -245,32 +249,31 @@ def node_callable(
 def as_node(
     name: str,
     logic: LogicFactory,
-    policy: RetryPolicy | None = None,
+    settings: LoopSettings,
     *,
     guarded: bool = True,
-    begin: Begin | None = None,
     totals: bool = False,
     subgraph: Runnable[Any, Any] | None = None,
     next_step: NextStep | None = None,
 ) -> RunnableCallable:
-    """Turn generator logic ``logic(state, config, runtime)`` into a graph node.
+    """Turn generator logic ``logic(state, step)`` into a graph node.
 
-    The node has a sync and an async path (LangGraph's own callable, one layer). With
-    ``guarded`` (the default) a failure the retry ``policy`` will retry escapes to
-    LangGraph, which retries the node; any other failure, or the last attempt, ends the
-    run with ``status="error"`` (see ``guard``). With ``begin`` the node also starts
-    the run when it is the run's first step (see ``opening``). Logic reports the model
-    calls and tokens it spent; with ``totals`` the node writes them as the run's new
-    totals (see ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the
-    logic runs (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it
-    inside the node. With ``next_step`` the node picks the step that follows it:
+    The node resolves the run's settings once when it starts (``settings.for_run`` with
+    the run's context; a bad context value raises, as it did in the run's ``prepare``
+    step already) and hands them to the logic in ``step``. It has a sync and an
+    async path (LangGraph's own callable, one layer). With ``guarded`` (the default) a
+    failure the retry policy (``settings.retry_policy``) will retry escapes to LangGraph,
+    which retries the node; any other failure, or the last attempt, ends the run with
+    ``status="error"`` (see ``guard``). Logic reports the model calls and tokens it
+    spent; with ``totals`` the node writes them as the run's new totals (see
+    ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the logic runs
+    (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it inside the
+    node. With ``next_step`` the node picks the step that follows it:
     ``next_step(state, outputs, runtime)`` reads the node's input and outputs (its update
     and commands) and names the step, which the node returns as a ``Command(goto=...)``
     (see ``loopgraphs.nodes.routing.add_routed_step``).
     """
-    run = guard(logic, policy) if guarded else logic
-    if begin is not None:
-        run = opening(begin, run)
+    run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
 
     def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
         # Reading ``subgraph`` here is what shows it: LangGraph finds a node's subgraph
@@ -306,60 +309,49 @@ def add_step(
     builder: StateGraph[Any, Any, Any, Any],
     name: str,
     logic: LogicFactory,
-    policy: RetryPolicy | None,
+    settings: LoopSettings,
     *,
-    begin: Begin | None = None,
     subgraph: Runnable[Any, Any] | None = None,
     model_step: bool = False,
     settles_answer: bool = False,
     next_step: NextStep | None = None,
     destinations: Sequence[str] = (),
 ) -> None:
-    """Add generator logic as a guarded node retried by ``policy`` (and starting the run
-    when it comes first, with ``begin``; drawn with the compiled ``subgraph`` it runs).
-    Its counts are added up the graph's way: by the state's reducers, or as running
-    totals when the counters have none. A ``model_step`` gets the middleware's
-    ``before_model``/``after_model`` hooks around it (see ``loopgraphs.nodes.hooks``).
-    With ``next_step`` the node picks the step after it among ``destinations`` (see
-    ``as_node``)."""
-    totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
+    """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
+    retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
+    the graph's way: by the state's reducers, or as running totals when the counters
+    have none. A ``model_step`` gets the middleware's ``before_model``/``after_model``
+    hooks around it (see ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks
+    the step after it among ``destinations`` (see ``as_node``)."""
     node = as_node(
         name,
         logic,
-        policy,
-        begin=begin,
-        totals=totals,
+        settings,
+        totals=keeps_totals(builder),
         subgraph=subgraph,
         next_step=next_step,
     )
     ends = tuple(dict.fromkeys(destinations)) or None
-    builder.add_node(name, node, retry_policy=policy, destinations=ends)
+    builder.add_node(name, node, retry_policy=settings.retry_policy, destinations=ends)
     if model_step and hasattr(builder, "add_model_step"):
         builder.add_model_step(name, settles_answer=settles_answer)
 
 
-def opening(begin: Begin, logic: LogicFactory) -> LogicFactory:
-    """Logic that starts the run when it is the run's first step, saving a superstep.
+def keeps_totals(builder: StateGraph[Any, Any, Any, Any]) -> bool:
+    """Whether the graph's counters hold running totals (no reducer adds the steps'
+    counts up; see ``loopgraphs.state.TotalsOutput``)."""
+    return not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
 
-    Which step is the first, ``loopgraphs.state.starts_run`` tells. ``begin(state,
-    runtime)`` gives the run's starting values (see ``loopgraphs.state.run_defaults``); the
-    logic reads the state with them applied, and its update is written over them with the
-    counters reset. When ``begin`` reports an error (no input messages, say) the logic
-    does not run.
-    """
 
-    def first_or_next(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
-    ) -> Logic:
-        if not starts_run(state):
-            return (yield from logic(state, config, runtime))
-        defaults = begin(state, runtime)
-        if defaults.get("status") == "error":
-            return opening_update(defaults, {})
-        update = yield from logic({**state, **defaults}, config, runtime)
-        return opening_update(defaults, update)
+def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
+    """The logic as a node runs it: the run's settings resolved once, when the step
+    starts, and handed to it with the step's runtime and config."""
 
-    return first_or_next
+    def resolved(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        step = Step(settings.for_run(runtime), runtime, config)
+        return (yield from logic(state, step))
+
+    return resolved
 
 
 def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
@@ -370,11 +362,11 @@ def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
     fails for good adds to ``llm_calls`` too.
     """
 
-    def guarded(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
-        info = getattr(runtime, "execution_info", None)
+    def guarded(state: dict[str, Any], step: Step) -> Logic:
+        info = getattr(step.runtime, "execution_info", None)
         earlier = (getattr(info, "node_attempt", 1) or 1) - 1
         try:
-            update = yield from logic(state, config, runtime)
+            update = yield from logic(state, step)
         except Exception as exc:
             if should_reraise(exc, earlier + 1, policy) or isinstance(exc, UnsupportedPath):
                 raise

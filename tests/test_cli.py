@@ -28,7 +28,7 @@ def test_draw_prints_mermaid(name, capsys):
         "cot": {"prepare", "generate", "parse", "vote"},
         "critic": {"prepare", "generate", "critique", "call_tool", "revise"},
         "plan_execute": {"prepare", "plan", "execute", "synthesize"},
-        "react": {"select_tools", "generate", *tool_steps},
+        "react": {"prepare", "select_tools", "generate", *tool_steps},
         "reflexion": {"prepare", "generate", "evaluate", "reflect"},
         "self_ask": {"prepare", "generate", *tool_steps},
         "tot": {"prepare", "expand", "score_branches", "final_answer"},
@@ -37,9 +37,8 @@ def test_draw_prints_mermaid(name, capsys):
     assert nodes == expected | {"__start__", "__end__"}
     edges = re.findall(r"^\t(\w+) -\.?-> (\w+);$", out, flags=re.MULTILINE)
     assert set(edges) <= {(a, b) for a in nodes for b in nodes}
-    # A run starts in the loop's first step, and every step can reach the end.
-    first = "generate" if name == "react" else "prepare"
-    assert [b for a, b in edges if a == "__start__"] == [first]
+    # A run starts in ``prepare`` in every loop, and every step can reach the end.
+    assert [b for a, b in edges if a == "__start__"] == ["prepare"]
     reaches_end = {"__end__"}
     while added := {a for a, b in edges if b in reaches_end} - reaches_end:
         reaches_end |= added

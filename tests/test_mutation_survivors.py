@@ -72,13 +72,14 @@ from loopgraphs.nodes.review import (
     reviewed_call,
 )
 from loopgraphs.nodes.runner import guard
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step as NodeStep
 from loopgraphs.state import (
     add_totals,
     add_usage,
     counted,
     empty_usage,
     new_fence,
-    opening_update,
     run_defaults,
     usage_of,
 )
@@ -775,28 +776,6 @@ def test_a_run_starts_from_zero_with_a_new_scratch() -> None:
     assert run_defaults({})["status"] == "error"
 
 
-def test_the_first_step_overwrites_the_counters_of_an_earlier_run() -> None:
-    defaults = run_defaults({"messages": [HumanMessage("q", id="h1")]})
-    update = {
-        "llm_calls": 2,
-        "usage": {"input_tokens": 3},
-        "scratch": {"iterations": 1},
-        "answer": "a",
-    }
-    merged = opening_update(defaults, update)
-    assert merged["llm_calls"].value == 2 and merged["retries"].value == 0
-    assert merged["usage"].value == {"input_tokens": 3, "output_tokens": 0, "cached_tokens": 0}
-    assert merged["scratch"] == {
-        "fence": new_fence([HumanMessage("q")]),
-        "transcript_start": 1,
-        "seen": "h1",
-        "iterations": 1,
-    }
-    assert (merged["answer"], merged["status"]) == ("a", "running")
-    bare = opening_update(defaults, {})
-    assert (bare["llm_calls"].value, bare["usage"].value) == (0, empty_usage())
-
-
 def test_failed_requests_are_counted_on_their_exceptions() -> None:
     first, second, third = ValueError("a"), ValueError("b"), ValueError("c")
     assert failed_calls(first) == 0
@@ -818,7 +797,7 @@ def test_failed_requests_are_counted_on_their_exceptions() -> None:
 
 def run_logic(logic, state: dict, *, attempt: int | None, policy=None):
     runtime = SimpleNamespace(execution_info=SimpleNamespace(node_attempt=attempt))
-    steps = guard(logic, policy)(state, {}, runtime)
+    steps = guard(logic, policy)(state, NodeStep(LoopSettings(model=None), runtime, {}))
     try:
         next(steps)
     except StopIteration as stop:
@@ -827,7 +806,7 @@ def run_logic(logic, state: dict, *, attempt: int | None, policy=None):
 
 
 def failing(exc: Exception, sent: int = 0):
-    def logic(state, config, runtime):
+    def logic(state, step):
         if sent:
             mark_sent(exc, sent)
         raise exc
@@ -837,7 +816,7 @@ def failing(exc: Exception, sent: int = 0):
 
 
 def succeeding(update: dict):
-    def logic(state, config, runtime):
+    def logic(state, step):
         return update
         yield
 
@@ -883,25 +862,27 @@ def test_the_guard_adds_earlier_attempts_to_a_success() -> None:
     }
     assert run_logic(succeeding({"answer": "a"}), {}, attempt=1) == {"answer": "a"}
     runtime = SimpleNamespace()  # no execution info: the first attempt
-    steps = guard(succeeding({"answer": "a"}), None)({}, {}, runtime)
+    steps = guard(succeeding({"answer": "a"}), None)(
+        {}, NodeStep(LoopSettings(model=None), runtime, {})
+    )
     with pytest.raises(StopIteration) as stop:
         next(steps)
     assert stop.value.value == {"answer": "a"}
 
 
-def test_the_guard_hands_the_node_its_config_and_runtime() -> None:
+def test_the_guard_hands_the_logic_its_step() -> None:
     seen: list = []
 
-    def logic(state, config, runtime):
-        seen.append((config, runtime))
+    def logic(state, step):
+        seen.append(step)
         return {}
         yield
 
-    config = {"configurable": {"thread_id": "t"}}
     runtime = SimpleNamespace(execution_info=SimpleNamespace(node_attempt=1))
+    step = NodeStep(LoopSettings(model=None), runtime, {"configurable": {"thread_id": "t"}})
     with pytest.raises(StopIteration):
-        next(guard(logic, None)({}, config, runtime))
-    assert seen == [(config, runtime)]
+        next(guard(logic, None)({}, step))
+    assert seen == [step]
 
 
 # --- Parsing: the ReAct grammars and their precedence ------------------------------------

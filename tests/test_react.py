@@ -446,7 +446,7 @@ def test_streaming_updates_show_each_step():
         next(iter(chunk))
         for chunk in graph.stream({"messages": [("user", "3*3")]}, stream_mode="updates")
     ]
-    assert nodes == ["generate", "call_tool", "generate"]
+    assert nodes == ["prepare", "generate", "call_tool", "generate"]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,5 +1,5 @@
 """The run's state helpers, one by one: where the caller's conversation ends, which
-request a prompt reads, when a step starts a new run, the first step's update, and the
+request a prompt reads, when a step starts a new run, a run's starting values, and the
 state a node's writes leave for its router."""
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.channels.last_value import LastValue
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, Overwrite
+from langgraph.types import Command
 
 from loopgraphs.state import (
     conversation_of,
     merge_scratch,
     new_fence,
-    opening_update,
     request_of,
     start_run,
     starts_run,
@@ -68,26 +67,6 @@ def test_a_running_run_goes_on_after_its_own_messages():
 def test_new_human_input_during_an_unfinished_run_starts_a_new_one():
     state = {"status": "running", "scratch": {"seen": "h1"}}
     assert starts_run({**state, "messages": [ASKED, ANSWERED, HumanMessage("again", id="h9")]})
-
-
-def test_the_first_steps_update_overwrites_the_counters_with_its_own():
-    defaults = {"status": "running", "answer": "", "scratch": {"fence": "f", "seen": "h1"}}
-    usage = {"input_tokens": 3, "output_tokens": 2, "cached_tokens": 0}
-    update = {"answer": "4", "llm_calls": 1, "usage": usage, "scratch": {"iterations": 1}}
-    merged = opening_update(defaults, update)
-
-    assert merged["status"] == "running" and merged["answer"] == "4"
-    assert merged["scratch"] == {"fence": "f", "seen": "h1", "iterations": 1}
-    assert isinstance(merged["llm_calls"], Overwrite) and merged["llm_calls"].value == 1
-    assert isinstance(merged["retries"], Overwrite) and merged["retries"].value == 0
-    assert merged["usage"].value == usage
-
-
-def test_the_first_steps_update_keeps_the_defaults_scratch_and_zero_usage():
-    merged = opening_update({"scratch": {"fence": "f"}}, {})
-    assert merged["scratch"] == {"fence": "f"}
-    assert merged["usage"].value == {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
-    assert opening_update({}, {"scratch": {"seen": "x"}})["scratch"] == {"seen": "x"}
 
 
 def test_a_run_starts_with_reset_counters_and_the_loops_own_scratch():

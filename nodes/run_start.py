@@ -1,0 +1,68 @@
+"""The one way every loop starts a run: its ``prepare`` node (``add_start``).
+
+The node checks the input before any model call, resets the run's counters and
+bookkeeping, records the tool mode the run starts in, and writes the loop's own starting
+values (its ``opening``). Every loop's graph begins with it, so a run starts the same way
+in all seven, on a new thread and on one that already holds runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+
+from loopgraphs.nodes.hooks import can_jump_to
+from loopgraphs.nodes.runner import keeps_totals
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_loop import check_history
+from loopgraphs.nodes.tool_modes import resolve_mode
+from loopgraphs.state import run_defaults, start_run
+
+# A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
+Opening = Callable[[dict[str, Any], LoopSettings], dict[str, Any]]
+
+
+def add_start(
+    builder: StateGraph[Any, Any, Any, Any],
+    settings: LoopSettings,
+    opening: Opening,
+    *,
+    scratch: Mapping[str, Any] | None = None,
+) -> None:
+    """Add the run's first node, ``prepare``, after ``START``.
+
+    It raises on a history no model could read (``check_history``; not when a
+    ``before_model`` hook may jump to the tools, which runs the calls the input leaves
+    open), before any model call. Otherwise it writes the run's starting values: the
+    counters reset (to zero where the graph keeps running totals, else through their
+    reducers), a new ``scratch`` holding the loop's own starting ``scratch`` values, the
+    tool mode the run starts in, and then the loop's ``opening(state, run)``, which may
+    end the run at once (``status="max_iterations"`` when too few graph steps are left
+    for it). A run without input messages ends with ``status="error"`` whatever the
+    opening says. The node reads the whole state, so the router after it sees the
+    caller's keys too.
+    """
+    fresh = run_defaults if keeps_totals(builder) else start_run
+    own_scratch = dict(scratch or {})
+    # A before_model hook that may jump to the tools runs the calls the input leaves
+    # open before the model sees them (create_agent's pattern): the check would refuse
+    # the history it is about to complete.
+    completes_calls = any(
+        "tools" in can_jump_to(m, "before_model") for m in settings.middleware.items
+    )
+
+    def prepare(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        if not completes_calls:
+            check_history(state.get("messages") or [])  # before any model call
+        run = settings.for_run(runtime)
+        base = fresh(state, **own_scratch)
+        update = {**base, "tool_mode": resolve_mode(run), **opening(state, run)}
+        if base["status"] == "error":
+            update.update(status="error", error=base["error"])
+        return update
+
+    builder.add_node("prepare", prepare, input_schema=builder.state_schema)
+    builder.add_edge(START, "prepare")

@@ -1,0 +1,40 @@
+"""What a loop step's logic is handed besides the state: ``Step``.
+
+The node runner (``loopgraphs.nodes.runner``) resolves the run's settings once when a
+step starts and hands them to the step's logic with the step's runtime and config, so no
+logic looks them up again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from loopgraphs.nodes.generate import asker
+from loopgraphs.nodes.model_call import Asker
+from loopgraphs.nodes.settings import LoopSettings
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of a loop step.
+
+    Attributes:
+        run: The run's settings: the factory's, with the run's context applied
+            (``LoopSettings.for_run``).
+        runtime: The step's LangGraph runtime (the run's context, store, stream writer).
+        config: The step's config.
+    """
+
+    run: LoopSettings
+    runtime: Runtime[Any]
+    config: RunnableConfig
+
+    def ask(self, state: Mapping[str, Any]) -> Asker:
+        """The step's model calls: the run's model, system prompt (as ``state`` makes
+        it), middleware, and the state and runtime each request carries."""
+        return asker(self.run, state, self.runtime)
