@@ -1,19 +1,27 @@
-"""Reports: the rows of an evaluation, summarised as a table, Markdown, JSON and a chart."""
+"""Reports: the rows of an evaluation, summarised as a table, Markdown, JSON, pandas
+DataFrames and a chart; in a notebook a report shows its table and chart itself."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import html
+import io
 import json
 import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 SHORT = {
     "arithmetic": "arith",
@@ -27,6 +35,29 @@ SHORT = {
 CHART_NEEDS = 'no chart: it needs matplotlib (pip install "loopgraphs[eval]")'
 """The note printed when the chart is left out."""
 
+COLUMNS: tuple[str, ...] = (
+    "loop",
+    "suite",
+    "task_id",
+    "question",
+    "answer",
+    "expected",
+    "score",
+    "correct",
+    "status",
+    "llm_calls",
+    "tokens",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "latency",
+    "model_seconds",
+    "thread_id",
+    "error",
+    "metadata",
+)
+"""The columns of ``EvalReport.to_dataframe``, one row per run."""
+
 STATUSES: tuple[str, ...] = ("completed", "max_iterations", "error")
 
 
@@ -39,9 +70,9 @@ class RunResult:
         suite: The task's suite.
         task_id: The task's id.
         question: The question sent to the loop.
-        expected: The expected answer.
+        expected: The expected answer, or the list of acceptable answers.
         answer: The loop's answer (empty when the run failed).
-        correct: Whether ``score`` accepted the answer.
+        correct: Whether the scorer accepted the answer (a score of 1 or more).
         status: ``completed``, ``max_iterations`` or ``error``.
         llm_calls: Model calls the run made.
         input_tokens: Prompt tokens over every model call.
@@ -51,13 +82,18 @@ class RunResult:
         model_seconds: Seconds during which a model call of the run was in flight (NaN
             when not measured, e.g. for runs on a LangGraph server).
         error: What failed, for status ``error``.
+        score: The scorer's score (1.0 or 0.0 for a pass/fail scorer); when not given,
+            1.0 for a correct answer and 0.0 for another.
+        thread_id: The run's thread id (in its config, so its traces carry it).
+        metadata: The other keys of the task's row (own data).
+        messages: The run's messages, its transcript (not written to JSON).
     """
 
     loop: str
     suite: str
     task_id: str
     question: str
-    expected: str
+    expected: str | list[str]
     answer: str
     correct: bool
     status: str
@@ -68,11 +104,24 @@ class RunResult:
     latency: float
     model_seconds: float = math.nan
     error: str = ""
+    score: float = math.nan
+    thread_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    messages: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.score):
+            self.score = float(self.correct)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as plain data, without its messages."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "messages"}
 
 
 @dataclass
 class Summary:
-    """Aggregates of one loop on one suite (``suite == "all"`` for every suite together)."""
+    """Aggregates of one loop on one suite (``suite == "all"`` for every suite together);
+    ``accuracy`` is the mean score (the share of correct answers for a pass/fail scorer)."""
 
     loop: str
     suite: str
@@ -112,7 +161,7 @@ def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
         suite=suite,
         n=n,
         correct=correct,
-        accuracy=correct / n if n else math.nan,
+        accuracy=mean(run.score for run in runs),
         mean_llm_calls=mean(run.llm_calls for run in runs),
         mean_tokens=mean(run.input_tokens + run.output_tokens for run in runs),
         mean_latency=mean(run.latency for run in runs),
@@ -163,7 +212,7 @@ class EvalReport:
         return {
             "meta": self.meta,
             "summary": [asdict(row) for row in self.summary(overall=True)],
-            "results": [asdict(result) for result in self.results],
+            "results": [result.to_dict() for result in self.results],
         }
 
     @classmethod
@@ -267,38 +316,30 @@ class EvalReport:
         lines.extend("| " + " | ".join(row) + " |" for row in self._rows())
         return "\n".join(lines) + "\n"
 
-    def chart(self, path: str | Path) -> Path:
-        """Save a PNG bar chart: accuracy per loop and suite, and mean model calls per loop.
+    def figure(self) -> Figure:
+        """A bar chart: accuracy per loop and suite, and mean model calls per loop.
 
-        Args:
-            path: The PNG file to write; its folder is created when missing.
+        Drawn without pyplot, so it changes no matplotlib backend; a notebook displays it
+        when it is a cell's last value.
 
         Returns:
-            The path written.
+            The matplotlib figure.
 
         Raises:
             RuntimeError: matplotlib is not installed.
         """
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            import matplotlib  # noqa: F401  (a missing or blocked matplotlib fails here)
+            from matplotlib.figure import Figure
         except ImportError as error:
             raise RuntimeError(
                 'The chart needs matplotlib: pip install "loopgraphs[eval]" '
                 "(or pip install matplotlib)."
             ) from error
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         loops = self.loops
         width = 0.8 / max(len(self.suites), 1)
-        figure, (left, right) = plt.subplots(
-            1,
-            2,
-            figsize=(max(8.0, 1.6 * len(loops) + 4), 4.2),
-            gridspec_kw={"width_ratios": [3, 2]},
-        )
+        figure = Figure(figsize=(max(8.0, 1.6 * len(loops) + 4), 4.2))
+        left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
         for index, suite in enumerate(self.suites):
             values = [
                 100 * summarise(loop, suite, self.runs(loop, suite)).accuracy for loop in loops
@@ -325,9 +366,117 @@ class EvalReport:
         right.set_title("cost")
         figure.suptitle(describe_meta(self.meta), fontsize="small")
         figure.tight_layout()
+        return figure
+
+    def chart(self, path: str | Path) -> Path:
+        """Save the chart of ``figure`` as a PNG.
+
+        Args:
+            path: The PNG file to write; its folder is created when missing.
+
+        Returns:
+            The path written.
+
+        Raises:
+            RuntimeError: matplotlib is not installed.
+        """
+        figure = self.figure()
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(target, dpi=120)
-        plt.close(figure)
         return target
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per run, with the columns of ``COLUMNS`` (``tokens`` is input plus
+        output tokens; ``metadata`` holds the other keys of the task's row).
+
+        Returns:
+            The pandas DataFrame.
+
+        Raises:
+            RuntimeError: pandas is not installed.
+        """
+        pd = _pandas()
+        rows = [
+            {**run.to_dict(), "tokens": run.input_tokens + run.output_tokens}
+            for run in self.results
+        ]
+        return pd.DataFrame(rows, columns=list(COLUMNS))
+
+    def summary_dataframe(self, *, overall: bool = False) -> pd.DataFrame:
+        """The summaries as a DataFrame: one row per loop and suite (per loop for own
+        data, which is one suite), with a column per status.
+
+        Args:
+            overall: Also one row per loop over every suite (``suite="all"``).
+
+        Returns:
+            The pandas DataFrame.
+
+        Raises:
+            RuntimeError: pandas is not installed.
+        """
+        pd = _pandas()
+        rows = []
+        for row in self.summary(overall=overall):
+            values = asdict(row)
+            rows.append({**values, **values.pop("statuses")})
+        return pd.DataFrame(rows)
+
+    def transcript(self, loop: str, item: int | str) -> list[Any]:
+        """The messages of one run: its transcript.
+
+        Args:
+            loop: The loop's name.
+            item: The run's position among that loop's runs, or its task id, or its
+                question.
+
+        Returns:
+            The run's messages (empty for a report read back from JSON).
+
+        Raises:
+            LookupError: No run of ``loop`` matches ``item``.
+        """
+        runs = self.runs(loop)
+        if isinstance(item, int):
+            if -len(runs) <= item < len(runs):
+                return runs[item].messages
+        else:
+            for run in runs:
+                if item in (run.task_id, run.question):
+                    return run.messages
+        raise LookupError(f"no run of {loop!r} for {item!r}; it has {len(runs)} runs")
+
+    def _repr_html_(self) -> str:
+        """The summary table and, with matplotlib, the chart: how a notebook shows it."""
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.HEADERS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in self._rows()
+        )
+        parts = [
+            f"<p>{html.escape(describe_meta(self.meta))}</p>",
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
+        ]
+        with contextlib.suppress(RuntimeError):
+            buffer = io.BytesIO()
+            self.figure().savefig(buffer, format="png", dpi=100)
+            data = base64.b64encode(buffer.getvalue()).decode("ascii")
+            parts.append(
+                f'<img alt="accuracy and calls per loop" src="data:image/png;base64,{data}">'
+            )
+        return "\n".join(parts)
+
+
+def _pandas() -> Any:
+    """The pandas module, imported on first use."""
+    try:
+        import pandas
+    except ImportError as error:
+        raise RuntimeError(
+            'DataFrames need pandas: pip install "loopgraphs[eval]" (or pip install pandas).'
+        ) from error
+    return pandas
 
 
 def describe_meta(meta: Mapping[str, Any]) -> str:

@@ -4,33 +4,51 @@
 ``concurrency`` in flight, times each and scores what it returned. A run that raises is
 recorded with status ``"error"`` and the error's message, and never stops the others.
 ``aevaluate`` and ``evaluate`` run the loops in this process with ``graph.ainvoke``;
-``loopgraphs.eval.server`` submits the same items to a LangGraph server instead.
+``loopgraphs.eval.server`` submits the same items to a LangGraph server instead. The data
+is the bundled suites or one's own questions (``loopgraphs.eval.data``), and the scorer
+one of ``loopgraphs.eval.scoring``'s or one's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import importlib.util
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, TypeVar
+from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from rich import get_console
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from loopgraphs.eval.data import OWN_DATA, choose_names, load_tasks
 from loopgraphs.eval.report import EvalReport, RunResult
-from loopgraphs.eval.scoring import score
-from loopgraphs.eval.suites import DEFAULT_SEED, SUITES, Task, make_suite
+from loopgraphs.eval.scoring import (
+    Scorer,
+    TaskScorer,
+    default_scorer,
+    expected_of,
+    resolve_scorer,
+)
+from loopgraphs.eval.suites import DEFAULT_SEED, Task
 from loopgraphs.graphs.registry import LOOPS, build_loop
 from loopgraphs.models import describe_model, embedded_server
 from loopgraphs.nodes.errors import describe_error
 from loopgraphs.toolkits import get_tools
+
+if TYPE_CHECKING:
+    from loopgraphs.eval.data import DataSource
+
+T = TypeVar("T")
 
 EVAL_TOOLS: tuple[str, ...] = ("calculator", "search")
 """Built-in tools given to the loops that take tools."""
@@ -87,30 +105,19 @@ def eval_tools() -> list[BaseTool]:
     return get_tools(EVAL_TOOLS)
 
 
-def _names(value: str | Sequence[str] | None, known: Sequence[str], kind: str) -> list[str]:
-    if value is None or value == "all" or (not isinstance(value, str) and list(value) == ["all"]):
-        return list(known)
-    names = [n.strip() for n in value.split(",")] if isinstance(value, str) else list(value)
-    names = [n for n in names if n]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(
-            f"unknown {kind} {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}"
-        )
-    return list(dict.fromkeys(names))
-
-
 @dataclass(frozen=True)
 class EvalPlan:
-    """What an evaluation runs: its loops, suites, tasks and concurrency.
+    """What an evaluation runs: its loops, suites, tasks, concurrency and scorer.
 
     Attributes:
         loops: Loop names, in report order.
-        suites: Suite names, in report order.
+        suites: Suite names, in report order (``"data"`` for one's own data).
         tasks: The tasks of each suite (already cut to ``limit``).
         limit: Items per suite, or None for every item.
         seed: Seed of the suites.
         concurrency: Runs in flight at once.
+        scorer: Scores each run's answer (see ``resolve_scorer``).
+        scorer_name: The scorer's name, for the report's settings.
     """
 
     loops: list[str]
@@ -119,6 +126,8 @@ class EvalPlan:
     limit: int | None
     seed: int
     concurrency: int
+    scorer: TaskScorer = field(default=default_scorer, repr=False)
+    scorer_name: str = "default"
 
     @property
     def jobs(self) -> list[tuple[str, Task]]:
@@ -147,8 +156,9 @@ class EvalPlan:
             "suites": self.suites,
             "limit": self.limit,
             "items": {suite: len(items) for suite, items in self.tasks.items()},
-            "seed": self.seed,
+            "seed": None if self.suites == [OWN_DATA] else self.seed,
             "concurrency": self.concurrency,
+            "scorer": self.scorer_name,
             **settings,
         }
         return EvalReport(results=list(results), loops=self.loops, suites=self.suites, meta=meta)
@@ -168,62 +178,91 @@ def runs_at_once(model: Any, concurrency: int | None) -> int:
     return server.n_parallel if server is not None else DEFAULT_CONCURRENCY
 
 
+def _scorer_name(scorer: str | Scorer | None) -> str:
+    if scorer is None or isinstance(scorer, str):
+        return scorer or "default"
+    return str(getattr(scorer, "__name__", type(scorer).__name__))
+
+
 def make_plan(
     loops: str | Sequence[str] = "all",
-    suites: str | Sequence[str] = "all",
+    data: DataSource = "all",
     *,
     limit: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     seed: int = DEFAULT_SEED,
+    scorer: str | Scorer | None = None,
 ) -> EvalPlan:
-    """Validate the selection of an evaluation and generate its tasks.
+    """Validate the selection of an evaluation and read or generate its tasks.
 
     Args:
         loops: Loop names (a list, a comma-separated string, or ``"all"``).
-        suites: Suite names (a list, a comma-separated string, or ``"all"``).
+        data: Bundled suite names (a list, a comma-separated string, or ``"all"``), or
+            one's own rows: a list of dicts, a JSONL or CSV path, or a pandas DataFrame
+            (see ``loopgraphs.eval.data``).
         limit: Items per suite (the first ``limit`` of each); None: every item.
         concurrency: Runs in flight at once.
         seed: Seed of the suites.
+        scorer: None or ``"default"``, ``"exact"``, ``"normalised"``, ``"contains"``, or
+            a callable ``(answer, expected, run) -> bool | float``.
 
     Returns:
         The plan.
 
     Raises:
-        ValueError: An unknown loop or suite name, or a bad ``limit``/``concurrency``.
+        ValueError: An unknown loop, suite, scorer or file type, a bad row, or a bad
+            ``limit``/``concurrency``.
+        TypeError: Data of an unknown kind, or a scorer that is not callable.
     """
-    loop_names = _names(loops, list(LOOPS), "loop")
-    suite_names = _names(suites, SUITES, "suite")
+    loop_names = choose_names(loops, list(LOOPS), "loop")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be an int >= 1 or None; got {limit!r}")
-    tasks = {suite: make_suite(suite, seed)[:limit] for suite in suite_names}
-    return EvalPlan(loop_names, suite_names, tasks, limit, seed, concurrency)
+    tasks = load_tasks(data, limit=limit, seed=seed)
+    return EvalPlan(
+        loop_names,
+        list(tasks),
+        tasks,
+        limit,
+        seed,
+        concurrency,
+        resolve_scorer(scorer),
+        _scorer_name(scorer),
+    )
 
 
-def result_of(loop: str, task: Task, out: Mapping[str, Any], latency: float) -> RunResult:
+def result_of(
+    loop: str,
+    task: Task,
+    out: Mapping[str, Any],
+    latency: float,
+    scorer: TaskScorer = default_scorer,
+) -> RunResult:
     """Score one run's output values into a row.
 
     Args:
         loop: The loop that ran.
         task: The task it ran on.
         out: The run's output values (``answer``, ``status``, ``llm_calls``, ``usage``,
-            ``error``, and ``model_seconds`` when measured); missing values count as empty.
+            ``error``, ``messages``, and ``model_seconds`` and ``thread_id`` when known);
+            missing values count as empty.
         latency: Seconds the run took.
+        scorer: Scores the answer; it sees the row being made (without its score).
 
     Returns:
         The row; a run without a status is an error.
     """
     answer = str(out.get("answer") or "")
     usage = out.get("usage") or {}
-    return RunResult(
+    run = RunResult(
         loop=loop,
         suite=task.suite,
         task_id=task.id,
         question=task.question,
-        expected=task.answer,
+        expected=expected_of(task),
         answer=answer,
-        correct=score(answer, task),
+        correct=False,
         status=str(out.get("status") or "error"),
         llm_calls=int(out.get("llm_calls") or 0),
         input_tokens=int(usage.get("input_tokens", 0) or 0),
@@ -232,7 +271,13 @@ def result_of(loop: str, task: Task, out: Mapping[str, Any], latency: float) -> 
         latency=latency,
         model_seconds=float(out.get("model_seconds") or math.nan),
         error=str(out.get("error") or ""),
+        thread_id=str(out.get("thread_id") or ""),
+        metadata=dict(task.metadata),
+        messages=list(out.get("messages") or []),
     )
+    run.score = scorer(answer, task, run)
+    run.correct = run.score >= 1.0
+    return run
 
 
 async def run_plan(
@@ -249,7 +294,7 @@ async def run_plan(
         invoke: Runs one loop on one task and returns the output values.
         console: Where the progress is drawn.
         show_progress: Draw a progress bar (on a console that is not a terminal, a line
-            every 10% of the runs).
+            every 10% of the runs; in Jupyter without ipywidgets, the lines alone).
 
     Returns:
         One row per job, in the order of ``plan.jobs``; a run that raised is a row with
@@ -257,6 +302,7 @@ async def run_plan(
     """
     jobs = plan.jobs
     semaphore = asyncio.Semaphore(plan.concurrency)
+    console = console or get_console()
     progress = Progress(
         TextColumn("[bold]eval[/]"),
         BarColumn(),
@@ -264,7 +310,7 @@ async def run_plan(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
         console=console,
-        disable=not show_progress,
+        disable=not (show_progress and live_bar(console)),
         transient=False,
     )
     begun = time.perf_counter()
@@ -280,7 +326,7 @@ async def run_plan(
             except Exception as exc:
                 out = {"status": "error", "error": describe_error(exc)}
             latency = time.perf_counter() - start
-        result = result_of(loop, task, out, latency)
+        result = result_of(loop, task, out, latency, plan.scorer)
         progress.update(bar, advance=1, description=f"{loop}/{task.id}")
         done += 1
         if log_lines and done * 10 // len(jobs) > (done - 1) * 10 // len(jobs):
@@ -293,11 +339,48 @@ async def run_plan(
         return list(await asyncio.gather(*(run(loop, task, bar) for loop, task in jobs)))
 
 
+def live_bar(console: Console) -> bool:
+    """Whether rich can draw a live progress bar on ``console``: anywhere but in Jupyter
+    without ipywidgets (where rich only warns; the progress lines are printed instead)."""
+    return not console.is_jupyter or importlib.util.find_spec("ipywidgets") is not None
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code, wherever it is called.
+
+    With no event loop running in this thread (a script), ``asyncio.run``; with one
+    running (a notebook cell, an async application), a worker thread runs it on an event
+    loop of its own, with a copy of this thread's context variables, while this thread
+    waits for the result.
+
+    Args:
+        coroutine: The coroutine, not yet started.
+
+    Returns:
+        Its result; its exception is raised here.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopgraphs-eval") as pool:
+        return pool.submit(context.run, asyncio.run, coroutine).result()
+
+
+def _data(data: DataSource | None, suites: str | Sequence[str] | None) -> DataSource:
+    if data is not None and suites is not None:
+        raise TypeError("give the data or suites=, not both")
+    return data if data is not None else suites if suites is not None else "all"
+
+
 async def aevaluate(
     model: Any,
     loops: str | Sequence[str] = "all",
-    suites: str | Sequence[str] = "all",
+    data: DataSource | None = None,
     *,
+    suites: str | Sequence[str] | None = None,
+    scorer: str | Scorer | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
     loop_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -305,18 +388,22 @@ async def aevaluate(
     console: Console | None = None,
     show_progress: bool = True,
 ) -> EvalReport:
-    """Async form of :func:`evaluate` (same arguments, same result)."""
+    """Async form of :func:`evaluate` (same arguments, same result): in a notebook or any
+    coroutine, ``report = await aevaluate(model, "cot,react", rows)``."""
     at_once = runs_at_once(model, concurrency)
-    plan = make_plan(loops, suites, limit=limit, concurrency=at_once, seed=seed)
+    plan = make_plan(
+        loops, _data(data, suites), limit=limit, concurrency=at_once, seed=seed, scorer=scorer
+    )
     options = {name: dict((loop_options or {}).get(name, {})) for name in plan.loops}
     tools = eval_tools()
     graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
 
     async def invoke(loop: str, task: Task) -> Mapping[str, Any]:
         clock = ModelClock()
-        config: RunnableConfig = {"callbacks": [clock]}
+        thread_id = str(uuid4())
+        config: RunnableConfig = {"callbacks": [clock], "configurable": {"thread_id": thread_id}}
         out = await graphs[loop].ainvoke({"messages": [("user", task.question)]}, config)
-        return {**out, "model_seconds": clock.seconds}
+        return {**out, "model_seconds": clock.seconds, "thread_id": thread_id}
 
     started = datetime.now(timezone.utc)
     results = await run_plan(plan, invoke, console=console, show_progress=show_progress)
@@ -332,8 +419,10 @@ async def aevaluate(
 def evaluate(
     model: Any,
     loops: str | Sequence[str] = "all",
-    suites: str | Sequence[str] = "all",
+    data: DataSource | None = None,
     *,
+    suites: str | Sequence[str] | None = None,
+    scorer: str | Scorer | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
     loop_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -341,12 +430,31 @@ def evaluate(
     console: Console | None = None,
     show_progress: bool = True,
 ) -> EvalReport:
-    """Run every loop on every task of the suites in this process and score the answers.
+    """Run every loop on every question in this process and score the answers.
+
+    Works in a script and inside a running event loop (a notebook cell): there the runs
+    go on in a worker thread with an event loop of its own (``run_coroutine``). In async
+    code, ``await aevaluate(...)`` with the same arguments runs them on the caller's loop.
+
+    >>> rows = [{"question": "What is 6 * 7?", "expected": "42", "topic": "maths"}]
+    >>> report = evaluate(model, "cot,react", rows, scorer="contains")  # doctest: +SKIP
+    >>> report.to_dataframe()  # doctest: +SKIP
 
     Args:
         model: The chat model every loop uses.
         loops: Loop names (a list, a comma-separated string, or ``"all"``).
-        suites: Suite names (a list, a comma-separated string, or ``"all"``).
+        data: What to ask: bundled suite names (``"arithmetic"``, ``"multihop,verify"``,
+            a list of names, or ``"all"``), or one's own rows: a list of
+            ``{"question": ..., "expected": ...}`` dicts (``expected`` one answer or a
+            list of acceptable ones; other keys are kept as the row's ``metadata``), a
+            JSONL or CSV file with those columns, or a pandas DataFrame. None: every
+            bundled suite.
+        suites: The bundled suite names, as ``data`` takes them (the older keyword).
+        scorer: ``"default"`` (None; ``loopgraphs.eval.scoring.score``: normalised
+            match, or the expected answer within a short answer), ``"exact"``,
+            ``"normalised"``, ``"contains"``, or a callable ``(answer, expected, run)``
+            returning a bool or a float (``from_evaluator`` wraps an openevals or
+            agentevals evaluator); a score of 1 counts as correct.
         limit: Items per suite (the first ``limit`` of each); None: every item.
         concurrency: Runs in flight at once (an ``asyncio.Semaphore`` around ``ainvoke``);
             None: one per slot of the embedded server the model talks to (one, unless
@@ -357,16 +465,23 @@ def evaluate(
         show_progress: Draw a progress bar.
 
     Returns:
-        The report; runs that raised are recorded with status ``"error"``.
+        The report; runs that raised are recorded with status ``"error"``. Each run has a
+        thread id and keeps its messages (``report.transcript(loop, item)``).
 
     Raises:
-        ValueError: An unknown loop or suite name, or a bad ``limit``/``concurrency``.
+        ValueError: An unknown loop, suite, scorer or data file type, a row without a
+            question or an expected answer, or a bad ``limit``/``concurrency``.
+        TypeError: Data of an unknown kind, both ``data`` and ``suites``, or a scorer
+            that is not callable.
+        FileNotFoundError: A data file that does not exist.
     """
-    return asyncio.run(
+    return run_coroutine(
         aevaluate(
             model,
             loops,
-            suites,
+            data,
+            suites=suites,
+            scorer=scorer,
             limit=limit,
             concurrency=concurrency,
             loop_options=loop_options,

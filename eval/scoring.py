@@ -16,18 +16,30 @@ Rules, applied by ``score`` to the loop's ``answer``:
    "wrong", "untrue", "inaccurate" (any length). A true claim is answered correctly by a
    true verdict only. A false claim is answered correctly by a prediction that gives the
    correct value (rule 2) without a true verdict.
+
+``score`` is the ``"default"`` scorer of an evaluation. ``SCORERS`` names the others
+(``"exact"``, ``"normalised"``, ``"contains"``); any callable ``(answer, expected, run)``
+returning a bool or a float is a scorer too, and ``from_evaluator`` turns an openevals or
+agentevals evaluator into one.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from loopgraphs.eval.report import RunResult
     from loopgraphs.eval.suites import Task
+
+Expected = str | list[str]
+"""What a row expects: one answer, or a list of acceptable answers."""
+
+Scorer = Callable[[str, Expected, "RunResult"], "bool | float"]
+"""A scorer: ``(answer, expected, run) -> bool | float``; True or 1.0 is a correct answer."""
 
 SHORT_PREDICTION_WORDS = 30
 ECHO_WORDS = 3  # a sentence this long found in the question is an echo, not a verdict
@@ -155,3 +167,151 @@ def score(prediction: str, task: Task) -> bool:
             return verdict
         return not verdict and matches(prediction, expected)
     return matches(prediction, expected)
+
+
+def expected_of(task: Task) -> Expected:
+    """The answers a task accepts, as its row gave them.
+
+    Args:
+        task: The task.
+
+    Returns:
+        Its answer, or the list of its answer and aliases when it has aliases.
+    """
+    return [task.answer, *task.aliases] if task.aliases else task.answer
+
+
+def _answers(expected: Expected) -> list[str]:
+    return [expected] if isinstance(expected, str) else [str(item) for item in expected]
+
+
+def exact(answer: str, expected: Expected, run: RunResult | None = None) -> bool:
+    """Scorer ``"exact"``: the answer equals an expected answer, surrounding spaces aside.
+
+    Args:
+        answer: The loop's answer.
+        expected: One answer or a list of acceptable answers.
+        run: The run (not read).
+
+    Returns:
+        True on a match.
+    """
+    return any(answer.strip() == wanted.strip() for wanted in _answers(expected))
+
+
+def normalised(answer: str, expected: Expected, run: RunResult | None = None) -> bool:
+    """Scorer ``"normalised"``: equal after ``normalise`` (case, accents, punctuation,
+    articles and the way numbers are written do not count).
+
+    Args:
+        answer: The loop's answer.
+        expected: One answer or a list of acceptable answers.
+        run: The run (not read).
+
+    Returns:
+        True on a match; an expected answer that normalises to nothing never matches.
+    """
+    said = normalise(answer)
+    return any(said == wanted for wanted in map(normalise, _answers(expected)) if wanted)
+
+
+def contains(answer: str, expected: Expected, run: RunResult | None = None) -> bool:
+    """Scorer ``"contains"``: the normalised answer holds an expected answer as whole
+    words, whatever its length ("It is Paris, in France." contains "paris").
+
+    Args:
+        answer: The loop's answer.
+        expected: One answer or a list of acceptable answers.
+        run: The run (not read).
+
+    Returns:
+        True when an expected answer is contained.
+    """
+    said = normalise(answer)
+    return any(contains_phrase(said, normalise(wanted)) for wanted in _answers(expected))
+
+
+SCORERS: dict[str, Scorer] = {"exact": exact, "normalised": normalised, "contains": contains}
+"""The built-in scorers besides ``"default"`` (``score``), by name."""
+
+TaskScorer = Callable[[str, "Task", "RunResult"], float]
+"""A scorer as the runner calls it: the task instead of its expected answers."""
+
+
+def default_scorer(answer: str, task: Task, run: RunResult) -> float:
+    """Scorer ``"default"``: ``score`` (rules 1 to 3 of the module docstring) as 1.0 or 0.0."""
+    return float(score(answer, task))
+
+
+def resolve_scorer(scorer: str | Scorer | None) -> TaskScorer:
+    """The scorer an evaluation applies to each run.
+
+    Args:
+        scorer: None or ``"default"`` (``score``), a name of ``SCORERS``, or a callable
+            ``(answer, expected, run) -> bool | float``.
+
+    Returns:
+        A function of ``(answer, task, run)`` giving the score as a float.
+
+    Raises:
+        ValueError: An unknown scorer name.
+        TypeError: ``scorer`` is neither a name nor a callable.
+    """
+    if scorer is None or scorer == "default":
+        return default_scorer
+    if isinstance(scorer, str):
+        if scorer not in SCORERS:
+            known = ", ".join(["default", *SCORERS])
+            raise ValueError(f"unknown scorer {scorer!r}; choose from {known}, or a callable")
+        scorer = SCORERS[scorer]
+    if not callable(scorer):
+        raise TypeError(f"a scorer is a name or a callable; got {type(scorer).__name__}")
+    chosen = scorer
+
+    def scored(answer: str, task: Task, run: RunResult) -> float:
+        value = chosen(answer, expected_of(task), run)
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"the scorer {getattr(chosen, '__name__', chosen)!r} returned "
+                f"{type(value).__name__}; it must return a bool or a float"
+            )
+        return float(value)
+
+    return scored
+
+
+def from_evaluator(
+    evaluator: Callable[..., Any],
+    *,
+    outputs: Literal["answer", "messages"] = "answer",
+    reference: str | None = None,
+) -> Scorer:
+    """A scorer that asks an openevals or agentevals evaluator.
+
+    Such an evaluator is called as ``evaluator(outputs=..., reference_outputs=...)`` and
+    returns a result (or a list of results) whose ``"score"`` is a bool or a number,
+    e.g. ``openevals.exact.exact_match`` or
+    ``agentevals.trajectory.match.create_trajectory_match_evaluator(...)``.
+
+    Args:
+        evaluator: The evaluator.
+        outputs: What it judges: the run's ``"answer"``, or its ``"messages"`` (the run's
+            transcript, for trajectory evaluators).
+        reference: A metadata key of the row holding the reference outputs (e.g. a
+            reference trajectory); None: the row's expected answer.
+
+    Returns:
+        The scorer.
+    """
+
+    def scorer(answer: str, expected: Expected, run: RunResult) -> bool | float:
+        judged = run.messages if outputs == "messages" else answer
+        wanted = expected if reference is None else run.metadata[reference]
+        result = evaluator(outputs=judged, reference_outputs=wanted)
+        first = result[0] if isinstance(result, list) else result
+        if not isinstance(first, Mapping) or "score" not in first:
+            raise TypeError(f"the evaluator returned {first!r}, not a result with a score")
+        value = first["score"]
+        return value if isinstance(value, bool) else float(value)
+
+    return scorer

@@ -11,7 +11,6 @@ request that fails, is that item's row with status ``"error"`` and the message.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -21,7 +20,13 @@ from langgraph_sdk.client import LangGraphClient
 from rich.console import Console
 
 from loopgraphs.eval.report import EvalReport
-from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, EVAL_TOOLS, make_plan, run_plan
+from loopgraphs.eval.runner import (
+    DEFAULT_CONCURRENCY,
+    EVAL_TOOLS,
+    make_plan,
+    run_coroutine,
+    run_plan,
+)
 from loopgraphs.eval.suites import DEFAULT_SEED, Task
 from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.nodes.errors import describe_error
@@ -169,6 +174,8 @@ def evaluate_server(
 ) -> EvalReport:
     """Run every loop on every task of the suites on a LangGraph server and score them.
 
+    Works in a script and inside a running event loop (a notebook cell), as ``evaluate``.
+
     Args:
         url: The server's URL, e.g. ``"http://127.0.0.1:2024"``; an API key is read from
             ``LANGGRAPH_API_KEY`` (or ``LANGSMITH_API_KEY``) when the server needs one.
@@ -192,7 +199,7 @@ def evaluate_server(
             or ``max_iterations``.
         ServerUnavailableError: The server cannot be reached or lacks a loop's graph.
     """
-    return asyncio.run(
+    return run_coroutine(
         aevaluate_server(
             url,
             loops,

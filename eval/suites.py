@@ -20,8 +20,9 @@ cannot score.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from loopgraphs.eval.scoring import contains_phrase, normalise
 from loopgraphs.toolkits import load_knowledge_base
@@ -64,6 +65,7 @@ class Task:
         question: The text sent to the loop as the user message.
         answer: The expected answer (``"true"`` for a true claim of ``verify``).
         aliases: Other answers accepted as equally correct.
+        metadata: The other keys of the row the task was read from (own data only).
     """
 
     id: str
@@ -71,6 +73,7 @@ class Task:
     question: str
     answer: str
     aliases: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 def _arithmetic_item(rng: random.Random) -> tuple[str, int]:
