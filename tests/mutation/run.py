@@ -146,6 +146,9 @@ GROUPS = (
         (
             *MIDDLEWARE_TESTS,
             "tests/test_model_seam.py",
+            "tests/test_model_call.py",
+            "tests/test_model_send.py",
+            "tests/test_middleware_chain.py",
             "tests/test_tool_path.py",
             "tests/test_runner.py",
             "tests/test_provider_faults.py",
