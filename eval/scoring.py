@@ -314,4 +314,5 @@ def from_evaluator(
         value = first["score"]
         return value if isinstance(value, bool) else float(value)
 
+    scorer.__name__ = getattr(evaluator, "__name__", type(evaluator).__name__)
     return scorer

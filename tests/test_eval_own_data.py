@@ -280,6 +280,7 @@ def test_an_openevals_evaluator_scores_the_answer():
     scorer = from_evaluator(exact_match)
     report = evaluate(model(), "cot", rows, scorer=scorer, show_progress=False)
     assert [r.score for r in report.results] == [1.0, 0.0]
+    assert report.meta["scorer"] == "exact_match"
 
 
 def test_an_agentevals_trajectory_evaluator_scores_the_messages():
