@@ -21,6 +21,7 @@ from loopgraphs.eval import (
     SCORERS,
     aevaluate,
     evaluate,
+    evaluate_server,
     from_evaluator,
     load_tasks,
     make_suite,
@@ -29,6 +30,7 @@ from loopgraphs.eval import (
 from loopgraphs.eval.report import COLUMNS
 from loopgraphs.nodes.parsing.text import content_text
 from tests.fakes import ScriptedChatModel, calls, tool_call
+from tests.test_eval_server import FakeClient, FakeRuns
 
 ROWS = [
     {"question": "What is 6 * 7?", "expected": "42", "topic": "maths", "level": "easy"},
@@ -120,6 +122,24 @@ def test_a_failure_inside_a_running_event_loop_is_raised_to_the_caller():
 
     with pytest.raises(ValueError, match="row 1 has no 'question'"):
         asyncio.run(cell())
+
+
+def test_evaluate_server_works_inside_a_running_event_loop(monkeypatch):
+    served = {"role": "user", "content": "What is 6 * 7?"}
+    outcomes = {"What is 6 * 7?": {"answer": "42", "status": "completed", "messages": [served]}}
+    client = FakeClient(FakeRuns(outcomes), {"react"})
+    monkeypatch.setattr("loopgraphs.eval.server.get_client", lambda url: client)
+
+    async def cell():
+        return evaluate_server("http://127.0.0.1:9", "react", ROWS, show_progress=False)
+
+    report = asyncio.run(cell())
+    assert [(r.answer, r.correct) for r in report.results] == [
+        ("42", True),
+        ("no idea", False),
+        ("no idea", False),
+    ]
+    assert report.transcript("react", 0) == [served] and client.closed
 
 
 async def test_aevaluate_is_awaited_on_the_callers_loop():
