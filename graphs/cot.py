@@ -140,11 +140,10 @@ def build_cot(
         }
 
     builder = new_graph(CoTState, CoTOutput, options or {}, loop="cot", settings=settings)
-    add_start(builder, settings, opening)
     add_step(builder, "generate", generate, settings, model_step=True)
     builder.add_node("parse", parse)
     builder.add_node("vote", vote)
-    route(builder, "prepare", while_running("generate"), ["generate"])
+    add_start(builder, settings, opening, while_running("generate"), ["generate"])
     route(builder, "generate", lambda state: "parse", ["parse"])
     route(builder, "parse", lambda state: "vote" if voting else END, ["vote"])
     builder.add_edge("vote", END)

@@ -395,7 +395,6 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         tools_node="call_tool",
     )
     review = ["review"] if settings.review else []
-    add_start(builder, settings, opening)
     add_step(builder, "generate", generate, settings, model_step=True)
     add_routed_step(
         builder,
@@ -408,7 +407,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "revise", revise, settings, model_step=True)
-    route(builder, "prepare", while_running("generate"), ["generate"])
+    add_start(builder, settings, opening, while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])
     builder.add_edge("call_tool", "revise")
     if review:

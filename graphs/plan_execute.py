@@ -436,11 +436,10 @@ def build_plan_execute(
     builder = new_graph(
         PlanExecuteState, PlanExecuteOutput, options or {}, loop="plan_execute", settings=settings
     )
-    add_start(builder, settings, opening)
     add_step(builder, "plan", plan, settings, model_step=True)
     add_step(builder, "execute", execute, settings, subgraph=react.graph)
     add_step(builder, "synthesize", synthesize, settings, model_step=True)
-    route(builder, "prepare", lambda state: "plan", ["plan"])
+    add_start(builder, settings, opening, lambda state: "plan", ["plan"])
     review = ["review_plan"] if approve_plan else []
     route(builder, "plan", route_planned, [*review, "execute", "synthesize"])
     if approve_plan:

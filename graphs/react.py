@@ -249,8 +249,14 @@ def build_react(
         settles_answer=True,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
-    add_start(builder, settings, lambda state, run: {}, scratch={"iterations": 0})
-    route(builder, "prepare", while_running("generate"), ["generate"])
+    add_start(
+        builder,
+        settings,
+        lambda state, run: {},
+        while_running("generate"),
+        ["generate"],
+        scratch={"iterations": 0},
+    )
     add_step(builder, "final_answer", final_answer, settings, model_step=True, settles_answer=True)
     route(builder, "select_tools", lambda state: "generate", ["generate"])
     builder.add_edge("call_tool", "generate")

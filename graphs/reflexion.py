@@ -317,11 +317,10 @@ def build_reflexion(
     builder = new_graph(
         ReflexionState, ReflexionOutput, options or {}, loop="reflexion", settings=settings
     )
-    add_start(builder, settings, opening)
     add_step(builder, "generate", generate, settings, subgraph=react.graph)
     add_step(builder, "evaluate", evaluate, settings, model_step=True)
     add_step(builder, "reflect", reflect, settings, model_step=True)
-    route(builder, "prepare", lambda state: "generate", ["generate"])
+    add_start(builder, settings, opening, lambda state: "generate", ["generate"])
     route(builder, "generate", lambda state: "evaluate", ["evaluate"])
     route(builder, "evaluate", while_running("reflect"), ["reflect"])
     route(builder, "reflect", lambda state: "generate", ["generate"])

@@ -664,7 +664,6 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         tools_node="call_tool",
     )
     review = ["review"] if settings.review else []
-    add_start(builder, settings, opening, scratch={"iterations": 0})
     # The steps a router leads to are added first, so that its answers lead through
     # their hook nodes.
     builder.add_node("call_tool", ToolStep(settings).graph_node())
@@ -680,7 +679,14 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         [*review, "call_tool", "generate", "final_answer"],
         model_step=True,
     )
-    route(builder, "prepare", while_running("generate"), ["generate"])
+    add_start(
+        builder,
+        settings,
+        opening,
+        while_running("generate"),
+        ["generate"],
+        scratch={"iterations": 0},
+    )
     route(builder, "call_tool", route_tools, ["generate", "final_answer"])
     if review:
         route(builder, "review", route_reviewed, ["call_tool", "generate", "final_answer"])

@@ -335,9 +335,6 @@ def build_tot(
         return "expand" if hooked else expansions(state)
 
     builder = new_graph(ToTState, ToTOutput, options or {}, loop="tot", settings=settings)
-    # The router after ``prepare`` reads the whole state (the node's input schema), so
-    # that the first level's tasks get the caller's keys too.
-    add_start(builder, settings, opening)
     builder.add_node(
         "expand", as_node("expand", contained(expand), settings, guarded=False), retry_policy=policy
     )
@@ -345,7 +342,8 @@ def build_tot(
         builder.add_model_step("expand", fan_out=expansions)
     add_step(builder, "score_branches", score_branches, settings, model_step=True)
     add_step(builder, "final_answer", final_answer, settings, model_step=True)
-    route(builder, "prepare", next_level, ["expand", "final_answer"])
+    # ``prepare`` reads the whole state, so the first level's tasks get the caller's keys.
+    add_start(builder, settings, opening, next_level, ["expand", "final_answer"])
     builder.add_edge("expand", "score_branches")
     route(builder, "score_branches", next_level, ["expand", "final_answer"])
     builder.add_edge("final_answer", END)

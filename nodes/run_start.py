@@ -8,18 +8,20 @@ in all seven, on a new thread and on one that already holds runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
-from loopgraphs.nodes.hooks import can_jump_to
-from loopgraphs.nodes.runner import keeps_totals
+from loopgraphs.nodes.hooks import Wiring, can_jump_to
+from loopgraphs.nodes.routing import Router, run_over
+from loopgraphs.nodes.runner import keeps_totals, takes_runtime
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import run_defaults, start_run
+from loopgraphs.state import run_defaults, start_run, state_after
 
 # A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
 Opening = Callable[[dict[str, Any], LoopSettings], dict[str, Any]]
@@ -29,10 +31,14 @@ def add_start(
     builder: StateGraph[Any, Any, Any, Any],
     settings: LoopSettings,
     opening: Opening,
+    then: Router,
+    targets: Sequence[str],
     *,
     scratch: Mapping[str, Any] | None = None,
 ) -> None:
-    """Add the run's first node, ``prepare``, after ``START``.
+    """Add the run's first node, ``prepare``, after ``START``, and its way on: the step
+    ``then(state)`` names among ``targets`` (or ``Send`` packets into them), unless the
+    run is over at once (``run_over``).
 
     It raises on a history no model could read (``check_history``; not when a
     ``before_model`` hook may jump to the tools, which runs the calls the input leaves
@@ -42,8 +48,10 @@ def add_start(
     tool mode the run starts in, and then the loop's ``opening(state, run)``, which may
     end the run at once (``status="max_iterations"`` when too few graph steps are left
     for it). A run without input messages ends with ``status="error"`` whatever the
-    opening says. The node reads the whole state, so the router after it sees the
-    caller's keys too.
+    opening says. The node reads the whole state, so ``then`` sees the caller's keys
+    too. The node picks the next step itself (a ``Command``), as a routed step does (see
+    ``loopgraphs.nodes.routing.add_routed_step``): no router copies the state at the
+    start of every run.
     """
     fresh = run_defaults if keeps_totals(builder) else start_run
     own_scratch = dict(scratch or {})
@@ -54,7 +62,7 @@ def add_start(
         "tools" in can_jump_to(m, "before_model") for m in settings.middleware.items
     )
 
-    def prepare(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+    def prepare(state: dict[str, Any], runtime: Runtime[Any]) -> Command[Any]:
         if not completes_calls:
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
@@ -62,7 +70,18 @@ def add_start(
         update = {**base, "tool_mode": resolve_mode(run), **opening(state, run)}
         if base["status"] == "error":
             update.update(status="error", error=base["error"])
-        return update
+        after = state_after(channels, state, [update])
+        chosen = (
+            END if run_over(after) else (then(after, runtime) if wants_runtime else then(after))
+        )
+        return Command(update=update, goto=wiring.route_to(chosen) if wiring else chosen)
 
-    builder.add_node("prepare", prepare, input_schema=builder.state_schema)
+    channels = builder.channels
+    wiring: Wiring | None = getattr(builder, "wiring", None)
+    wants_runtime = takes_runtime(then)
+    ends = [*targets, END]
+    destinations = tuple(dict.fromkeys(wiring.entry(t) for t in ends)) if wiring else tuple(ends)
+    builder.add_node(
+        "prepare", prepare, input_schema=builder.state_schema, destinations=destinations
+    )
     builder.add_edge(START, "prepare")
