@@ -39,7 +39,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from loopgraphs.nodes.middleware import Middlewares, defines
-from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import RunnableCallable, node_callable, takes_runtime
 from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
@@ -449,7 +449,8 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
                 "scratch": {"hook_ended": True},  # a loop running this one ends too
             }
         else:
-            text = content_text(last.content).strip() if answered and last is not None else ""
+            said = content_text(last.content) if answered and last is not None else ""
+            text = final_answer_of(said).strip()  # the loop's parse step may not have run
             update = {
                 "status": "completed" if answered else "max_iterations",
                 "answer": text or best_effort_answer(messages),

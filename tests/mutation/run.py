@@ -170,6 +170,7 @@ GROUPS = (
         (
             *MIDDLEWARE_TESTS,
             "tests/test_routing.py",
+            "tests/test_hook_nodes.py",
             "tests/test_tot_hooks.py",
             "tests/test_plan_execute_host.py",
             "tests/test_custom_state.py",

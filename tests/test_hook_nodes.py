@@ -1,0 +1,154 @@
+"""The graph nodes of middleware hooks, end to end: where a jump leads, how a run that a
+hook ended reports (status, answer, error, counters), the answer read again after a hook
+rewrote the last reply, and the async hook path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import after_model, before_agent, before_model
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from loopgraphs import build_loop
+from loopgraphs.nodes.hooks import FINISH, STOPPED
+from tests.compat.middleware_support import call, calls, native
+from tests.scripts import Refunds
+
+
+def ask(text: str = "Refund my order.") -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+@after_model(can_jump_to=["end"])
+def end_after_reply(state, runtime):
+    return {"jump_to": "end"}
+
+
+def test_a_jump_to_the_end_after_an_answer_completes_the_run_with_it():
+    graph = build_loop("cot", native(["Thinking.\nFINAL ANSWER: 42"]), middleware=[end_after_reply])
+    assert FINISH in graph.get_graph().nodes
+    out = graph.invoke(ask("Six times seven?"))
+    assert (out["status"], out["error"]) == ("completed", "")
+    assert out["answer"] == "42"
+
+
+def test_a_jump_to_the_end_after_a_tool_call_ends_unfinished_without_running_it():
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": "A1"}), content="I will refund A1.")])
+    out = build_loop("react", model, [refunds.tool], middleware=[end_after_reply]).invoke(ask())
+    assert refunds.done == []
+    assert (out["status"], out["error"], out["answer"]) == ("max_iterations", "", "")
+
+
+@before_model(can_jump_to=["end"])
+def stop_before_model(state, runtime):
+    return {"jump_to": "end"}
+
+
+@pytest.mark.parametrize("loop", ["react", "cot"])
+def test_a_jump_to_the_end_before_the_model_stops_the_run_unfinished(loop):
+    model = native(["FINAL ANSWER: 1"])
+    graph = build_loop(loop, model, [], middleware=[stop_before_model])
+    assert STOPPED in graph.get_graph().nodes
+    out = graph.invoke(ask("One?"))
+    assert (out["status"], out["answer"], out["error"]) == ("max_iterations", "", "")
+    assert model.call_count == 0 and out["llm_calls"] == 0
+
+
+@before_agent(can_jump_to=["end"])
+def closed_for_the_day(state, runtime):
+    if "stop" in str(state["messages"][-1].content):
+        return {"jump_to": "end"}
+    return None
+
+
+def test_a_jump_before_the_run_starts_reports_no_calls_of_the_last_run():
+    model = native(["FINAL ANSWER: 1"])
+    graph = build_loop(
+        "react", model, [], middleware=[closed_for_the_day], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "closed"}}
+    first = graph.invoke(ask("One?"), config)
+    assert first["llm_calls"] == 1 and first["status"] == "completed"
+    second = graph.invoke(ask("stop now"), config)
+    assert second["llm_calls"] == 0 and second["usage"]["output_tokens"] == 0
+    assert second["status"] == "max_iterations" and second["error"] == ""
+
+
+@after_model(can_jump_to=["model"])
+def declared_model_only(state, runtime):
+    return {"jump_to": "end"}  # not declared: ignored
+
+
+def test_a_jump_the_hook_did_not_declare_is_ignored():
+    model = native(["FINAL ANSWER: 7"])
+    out = build_loop("cot", model, middleware=[declared_model_only]).invoke(ask("Seven?"))
+    assert (out["status"], out["answer"]) == ("completed", "7")
+
+
+def test_a_jump_back_to_the_model_asks_it_again():
+    asked: list[int] = []
+
+    @after_model(can_jump_to=["model"])
+    def once_more(state, runtime):
+        asked.append(1)
+        return {"jump_to": "model"} if len(asked) == 1 else None
+
+    model = native(["first", "second"])
+    out = build_loop("react", model, [], middleware=[once_more]).invoke(ask("Say it."))
+    assert model.call_count == 2 and out["answer"] == "second"
+
+
+def test_a_jump_to_the_tools_needs_a_loop_with_a_tool_step():
+    @before_model(can_jump_to=["tools"])
+    def to_tools(state, runtime):
+        return None
+
+    with pytest.raises(ValueError) as raised:
+        build_loop("cot", native(["x"]), middleware=[to_tools])
+    assert str(raised.value) == (
+        "middleware to_tools: its before_model hook may jump to 'tools', but cot has no "
+        "tool step; use it with a loop that calls tools (react, plan_execute, reflexion, "
+        "self_ask, critic) or drop 'tools' from can_jump_to"
+    )
+
+
+@after_model
+def shout(state, runtime):
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        return {"messages": [last.model_copy(update={"content": str(last.content).upper()})]}
+    return None
+
+
+def test_the_answer_is_read_again_after_a_hook_rewrote_a_final_reply():
+    out = build_loop("react", native(["quiet answer"]), [], middleware=[shout]).invoke(ask("Hi"))
+    assert (out["status"], out["answer"]) == ("completed", "QUIET ANSWER")
+
+
+def test_the_answer_is_read_again_when_the_run_ends_unfinished():
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": "A1"})), "best I can do"])
+    graph = build_loop("react", model, [refunds.tool], middleware=[shout], max_iterations=1)
+    out = graph.invoke(ask())
+    assert out["status"] == "max_iterations"
+    assert out["answer"] == "BEST I CAN DO"
+
+
+async def test_async_hooks_get_the_state_and_runtime_and_may_end_the_run():
+    seen: list[tuple[int, bool]] = []
+
+    @after_model(can_jump_to=["end"])
+    async def limit(state, runtime):
+        seen.append((len(state["messages"]), runtime is not None))
+        return {"jump_to": "end", "messages": [AIMessage("Limit reached.")]}
+
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": "A1"})), "done"])
+    out = await build_loop("react", model, [refunds.tool], middleware=[limit]).ainvoke(ask())
+    assert seen == [(2, True)]
+    assert refunds.done == [] and out["status"] == "max_iterations"
+    assert out["messages"][-1].content == "Limit reached."
+    assert not any(isinstance(m, ToolMessage) for m in out["messages"])
