@@ -152,3 +152,14 @@ async def test_async_hooks_get_the_state_and_runtime_and_may_end_the_run():
     assert refunds.done == [] and out["status"] == "max_iterations"
     assert out["messages"][-1].content == "Limit reached."
     assert not any(isinstance(m, ToolMessage) for m in out["messages"])
+
+
+def test_a_hook_is_a_node_named_after_its_middleware_and_keeps_its_only_variant():
+    @before_model
+    async def note(state, runtime):
+        return None
+
+    graph = build_loop("cot", native(["FINAL ANSWER: 1"]), middleware=[note])
+    assert "note.before_model" in graph.get_graph().nodes
+    with pytest.raises(TypeError, match="No synchronous function"):
+        graph.invoke(ask("One?"))
