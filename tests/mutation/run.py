@@ -184,6 +184,7 @@ GROUPS = (
         ("nodes/tool_step.py",),
         (
             "tests/test_tool_steps.py",
+            "tests/test_tool_step_helpers.py",
             "tests/test_tool_path.py",
             "tests/test_human_approval.py",
             "tests/test_dangling_calls.py",
