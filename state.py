@@ -192,16 +192,6 @@ class InnerReActOutput(TotalsOutput, total=False):
     scratch: Annotated[Scratch, merge_scratch]
 
 
-def counted(message: AIMessage | list[AIMessage]) -> dict[str, Any]:
-    """State update that records model calls and their token usage."""
-    if not isinstance(message, list):
-        return {"llm_calls": 1, "usage": usage_of(message)}
-    usage = empty_usage()
-    for reply in message:
-        usage = add_usage(usage, usage_of(reply))
-    return {"llm_calls": len(message), "usage": usage}
-
-
 COUNTERS = ("llm_calls", "retries", "usage")
 
 

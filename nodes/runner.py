@@ -14,10 +14,8 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -87,49 +85,6 @@ class ModelBatch:
                 *(call.ainvoke(config) for call in self.calls), return_exceptions=True
             )
         )
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit of blocking or async work (a tool call) with an optional timeout."""
-
-    sync: Callable[[], Any]
-    run_async: Callable[[], Awaitable[Any]]
-    timeout: float | None = None
-
-
-@dataclass(frozen=True)
-class JobBatch:
-    """Jobs run concurrently; each result is a value or the exception raised (or a timeout)."""
-
-    jobs: Sequence[Job] = field(default_factory=list)
-
-    def invoke(self, config: RunnableConfig) -> list[Any]:
-        if not self.jobs:
-            return []
-        pool = ThreadPoolExecutor(max_workers=len(self.jobs))
-        try:
-            futures = [pool.submit(_capture, job.sync) for job in self.jobs]
-            results: list[Any] = []
-            for job, future in zip(self.jobs, futures, strict=True):
-                try:
-                    results.append(future.result(timeout=job.timeout))
-                except FutureTimeout:
-                    results.append(TimeoutError(f"timed out after {job.timeout:g} s"))
-            return results
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    async def ainvoke(self, config: RunnableConfig) -> list[Any]:
-        async def one(job: Job) -> Any:
-            try:
-                return await asyncio.wait_for(job.run_async(), job.timeout)
-            except asyncio.TimeoutError:
-                return TimeoutError(f"timed out after {job.timeout:g} s")
-            except Exception as exc:
-                return exc
-
-        return list(await asyncio.gather(*(one(job) for job in self.jobs)))
 
 
 def _capture(func: Callable[..., Any], *args: Any) -> Any:

@@ -125,7 +125,6 @@ class ToolLoopOptions(LoopOptions, total=False):
 
 LOOP_OPTION_NAMES = frozenset(LoopOptions.__annotations__)
 TOOL_OPTION_NAMES = LOOP_OPTION_NAMES | frozenset(ToolLoopOptions.__annotations__)
-COMPILE_OPTION_NAMES = frozenset({"checkpointer", "store", "name", "result_keys"})
 
 
 @dataclass(frozen=True)

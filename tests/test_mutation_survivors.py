@@ -77,7 +77,6 @@ from loopgraphs.nodes.step import Step as NodeStep
 from loopgraphs.state import (
     add_totals,
     add_usage,
-    counted,
     empty_usage,
     new_fence,
     run_defaults,
@@ -715,22 +714,6 @@ def test_usage_of_reads_the_providers_metadata() -> None:
     assert usage_of(object()) == empty_usage()
     bare = AIMessage("x", usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2})
     assert usage_of(bare) == {"input_tokens": 1, "output_tokens": 1, "cached_tokens": 0}
-
-
-def test_counted_records_calls_and_their_tokens() -> None:
-    def reply(n: int) -> AIMessage:
-        meta = {"input_tokens": n, "output_tokens": 1, "total_tokens": n + 1}
-        return AIMessage("x", usage_metadata={**meta, "input_token_details": {"cache_read": 1}})
-
-    assert counted(reply(3)) == {
-        "llm_calls": 1,
-        "usage": {"input_tokens": 3, "output_tokens": 1, "cached_tokens": 1},
-    }
-    assert counted([reply(3), reply(4)]) == {
-        "llm_calls": 2,
-        "usage": {"input_tokens": 7, "output_tokens": 2, "cached_tokens": 2},
-    }
-    assert counted([]) == {"llm_calls": 0, "usage": empty_usage()}
 
 
 def test_add_totals_adds_each_reported_count_to_the_run() -> None:
