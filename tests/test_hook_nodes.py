@@ -163,3 +163,28 @@ def test_a_hook_is_a_node_named_after_its_middleware_and_keeps_its_only_variant(
     assert "note.before_model" in graph.get_graph().nodes
     with pytest.raises(TypeError, match="No synchronous function"):
         graph.invoke(ask("One?"))
+
+
+def test_a_limit_closing_a_later_run_takes_no_answer_from_an_earlier_one():
+    from langchain.agents.middleware import ToolCallLimitMiddleware
+
+    refunds = Refunds()
+    model = native(
+        [
+            calls(call("refund", {"order": "A1"})),
+            "first done",
+            calls(call("refund", {"order": "B2"})),
+        ]
+    )
+    limit = ToolCallLimitMiddleware(thread_limit=1, exit_behavior="end")
+    graph = build_loop(
+        "react", model, [refunds.tool], middleware=[limit], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "limited"}}
+    first = graph.invoke(ask(), config)
+    assert (first["status"], first["answer"]) == ("completed", "first done")
+    second = graph.invoke(ask("And B2?"), config)
+    assert refunds.done == ["A1"]
+    assert (second["status"], second["answer"]) == ("max_iterations", "")
+    closing = [m for m in second["messages"] if "limit" in str(m.content).lower()]
+    assert second["messages"][-1] is closing[-1]
