@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain.agents.middleware import after_model, before_agent, before_model
+from langchain.agents.middleware import AgentMiddleware, after_model, before_agent, before_model
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -188,3 +188,73 @@ def test_a_limit_closing_a_later_run_takes_no_answer_from_an_earlier_one():
     assert (second["status"], second["answer"]) == ("max_iterations", "")
     closing = [m for m in second["messages"] if "limit" in str(m.content).lower()]
     assert second["messages"][-1] is closing[-1]
+
+
+class Logged(AgentMiddleware):
+    """Model and agent hooks that note when they run."""
+
+    def __init__(self, label: str, log: list[str]) -> None:
+        super().__init__()
+        self.label, self.log = label, log
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def before_model(self, state, runtime):
+        self.log.append(f"{self.label} before")
+
+    def after_model(self, state, runtime):
+        self.log.append(f"{self.label} after")
+
+
+def test_three_hooks_run_in_order_around_every_model_step():
+    log: list[str] = []
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": "A1"})), "done"])
+    middleware = [Logged(f"m{n}", log) for n in (1, 2, 3)]
+    graph = build_loop("react", model, [refunds.tool], middleware=middleware, max_iterations=1)
+    nodes = set(graph.get_graph().nodes)
+    assert {"m1.before_model", "m3.after_model", "m2.before_model.final_answer"} <= nodes
+    assert FINISH not in nodes and STOPPED not in nodes  # no hook may jump to the end
+    out = graph.invoke(ask())
+    assert out["status"] == "max_iterations" and refunds.done == ["A1"]
+    one_call = ["m1 before", "m2 before", "m3 before", "m3 after", "m2 after", "m1 after"]
+    rounds = len(log) // len(one_call)
+    assert rounds >= 2 and log == one_call * rounds  # generate, ..., then final_answer
+
+
+def test_a_jump_back_to_the_model_works_in_a_loop_whose_routers_take_no_runtime():
+    asked: list[int] = []
+
+    @after_model(can_jump_to=["model"])
+    def again(state, runtime):
+        asked.append(1)
+        return {"jump_to": "model"} if len(asked) == 1 else None
+
+    model = native(["FINAL ANSWER: 1", "FINAL ANSWER: 2"])
+    out = build_loop("cot", model, middleware=[again]).invoke(ask("Which?"))
+    assert model.call_count == 2 and out["answer"] == "2"
+
+
+def test_routers_behind_hooks_read_the_runs_context():
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": f"A{n}"})) for n in range(5)] + ["done"])
+    graph = build_loop("react", model, [refunds.tool], middleware=[Logged("m", [])])
+    out = graph.invoke(ask(), context={"max_iterations": 1})
+    assert refunds.done == ["A0"] and out["status"] == "max_iterations"
+
+
+def test_the_agent_hooks_close_a_run_that_failed():
+    closed: list[str] = []
+
+    class Agent(AgentMiddleware):
+        def before_agent(self, state, runtime):
+            return None
+
+        def after_agent(self, state, runtime):
+            closed.append(state["status"])
+
+    model = native([ValueError("the provider is down")])
+    out = build_loop("react", model, [], middleware=[Agent()], retry_policy=None).invoke(ask())
+    assert out["status"] == "error" and closed == ["error"]
