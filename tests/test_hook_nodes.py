@@ -4,17 +4,26 @@ rewrote the last reply, and the async hook path."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain.agents.middleware import AgentMiddleware, after_model, before_agent, before_model
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    after_model,
+    before_agent,
+    before_model,
+    hook_config,
+)
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs import build_loop
+from loopgraphs import LOOPS, build_loop
 from loopgraphs.nodes.hooks import FINISH, STOPPED
 from tests.compat.middleware_support import call, calls, native
 from tests.scripts import Refunds
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def ask(text: str = "Refund my order.") -> dict[str, Any]:
@@ -64,12 +73,13 @@ def closed_for_the_day(state, runtime):
     return None
 
 
-def test_a_jump_before_the_run_starts_reports_no_calls_of_the_last_run():
+@pytest.mark.parametrize("loop", ["react", "cot"])  # counters as totals, and by reducers
+def test_a_jump_before_the_run_starts_reports_no_calls_of_the_last_run(loop):
     model = native(["FINAL ANSWER: 1"])
     graph = build_loop(
-        "react", model, [], middleware=[closed_for_the_day], checkpointer=InMemorySaver()
+        loop, model, [], middleware=[closed_for_the_day], checkpointer=InMemorySaver()
     )
-    config = {"configurable": {"thread_id": "closed"}}
+    config = {"configurable": {"thread_id": f"closed-{loop}"}}
     first = graph.invoke(ask("One?"), config)
     assert first["llm_calls"] == 1 and first["status"] == "completed"
     second = graph.invoke(ask("stop now"), config)
@@ -258,3 +268,27 @@ def test_the_agent_hooks_close_a_run_that_failed():
     model = native([ValueError("the provider is down")])
     out = build_loop("react", model, [], middleware=[Agent()], retry_policy=None).invoke(ask())
     assert out["status"] == "error" and closed == ["error"]
+
+
+class Jumping(AgentMiddleware):
+    """Every hook, the model hooks able to jump."""
+
+    def before_agent(self, state, runtime):
+        return None
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state, runtime):
+        return None
+
+    @hook_config(can_jump_to=["model", "end"])
+    def after_model(self, state, runtime):
+        return None
+
+    def after_agent(self, state, runtime):
+        return None
+
+
+@pytest.mark.parametrize("loop", list(LOOPS))
+def test_graph_shape_with_hooks_snapshot(loop):
+    drawing = build_loop(loop, None, [], middleware=[Jumping()]).get_graph().draw_mermaid()
+    assert drawing == (SNAPSHOTS / f"{loop}_hooks.mmd").read_text()
