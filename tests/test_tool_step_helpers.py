@@ -170,3 +170,47 @@ def test_a_human_message_a_tool_added_is_taken_in_by_the_run():
     assert updates[-1] == Command(update={"scratch": {"seen": "h7"}})
     plain = {"messages": [ToolMessage("ok", tool_call_id="c")]}
     assert tool_step._noted_human(plain) is plain
+
+
+def test_a_threads_loop_is_closed_when_the_thread_ends():
+    import gc
+
+    found: list[Any] = []
+    worker = threading.Thread(target=lambda: found.append(sync_step_loop(settings(add), {})))
+    worker.start()
+    worker.join()
+    del worker
+    gc.collect()
+    assert found[0].is_closed()
+
+
+def test_only_an_idle_open_loop_is_closed():
+    idle = asyncio.new_event_loop()
+    tool_step._close_loop(idle)
+    assert idle.is_closed()
+    tool_step._close_loop(idle)  # closed already: nothing to do
+
+    async def close_while_running() -> bool:
+        running = asyncio.get_running_loop()
+        tool_step._close_loop(running)
+        return running.is_closed()
+
+    busy = asyncio.new_event_loop()
+    assert busy.run_until_complete(close_while_running()) is False
+    busy.close()
+
+
+def test_a_step_stopped_early_raises_its_own_error_not_another_calls():
+    loop = asyncio.new_event_loop()
+
+    async def other() -> None:
+        raise ValueError("the other call failed")
+
+    async def step() -> None:
+        asyncio.get_running_loop().create_task(other())
+        await asyncio.sleep(0)
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError, match="interrupted"):
+        run_step(loop, step())
+    loop.close()

@@ -185,6 +185,10 @@ GROUPS = (
         (
             "tests/test_tool_steps.py",
             "tests/test_tool_step_helpers.py",
+            "tests/test_tool_config_paths.py",
+            "tests/test_run_wide_budgets.py",
+            "tests/test_context.py",
+            "tests/test_react.py",
             "tests/test_tool_path.py",
             "tests/test_human_approval.py",
             "tests/test_dangling_calls.py",
