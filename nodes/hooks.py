@@ -225,14 +225,14 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         after = mw.with_hook("after_agent") if wiring.agent_hooks else []
         if after:
             names = [f"{m.name}.after_agent" for m in after]
-            for m, name in zip(after, names, strict=True):
-                StateGraph.add_node(self, name, _hook_node(m, "after_agent"))
+            for m, name in zip(after, names, strict=True):  # pragma: no mutate
+                StateGraph.add_node(self, name, _hook_node(m, "after_agent"))  # pragma: no mutate
             wiring.end = names[-1]
             for index in range(len(after) - 1, 0, -1):
                 self._hook_edge(after[index], "after_agent", names[index], names[index - 1])
             self._hook_edge(after[0], "after_agent", names[0], END)
         if any("end" in can_jump_to(m, hook) for m in mw.items for hook in _HOOK_NAMES):
-            StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))
+            StateGraph.add_node(self, FINISH, _finish_node(wiring.resets))  # pragma: no mutate
             StateGraph.add_edge(self, FINISH, wiring.end)
         if any("end" in can_jump_to(m, "before_model") for m in mw.items):
             StateGraph.add_node(self, STOPPED, _finish_node(wiring.resets, stopped=True))
@@ -257,8 +257,8 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         before = wiring.middleware.with_hook("before_model")
         after = wiring.middleware.with_hook("after_model")
         names = [f"{m.name}.before_model{suffix}" for m in before]
-        for m, name in zip(before, names, strict=True):
-            StateGraph.add_node(self, name, _hook_node(m, "before_model"))
+        for m, name in zip(before, names, strict=True):  # pragma: no mutate
+            StateGraph.add_node(self, name, _hook_node(m, "before_model"))  # pragma: no mutate
         for index, m in enumerate(before):
             last = index + 1 == len(names)
             target = step if last else names[index + 1]
@@ -294,8 +294,8 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         if not before:
             return
         names = [f"{m.name}.before_agent" for m in before]
-        for m, name in zip(before, names, strict=True):
-            StateGraph.add_node(self, name, _hook_node(m, "before_agent"))
+        for m, name in zip(before, names, strict=True):  # pragma: no mutate
+            StateGraph.add_node(self, name, _hook_node(m, "before_agent"))  # pragma: no mutate
         StateGraph.add_edge(self, START, names[0])
         first = wiring.entry(wiring.start)
         for index, m in enumerate(before):
@@ -343,7 +343,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             return fan_out(state) if fan_out is not None else default
 
         destinations = [default, *(targets[j] for j in jumps if j in targets)]
-        path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)
+        path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)  # pragma: no mutate
         StateGraph.add_conditional_edges(self, source, path, list(dict.fromkeys(destinations)))
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:

@@ -54,7 +54,7 @@ def route(
         guarded = _through_hooks(guarded, wiring, source)
         targets = [*targets, *wiring.jump_targets(source).values()]
     name = getattr(router, "__name__", None) or f"route_{source}"  # a partial has none
-    path = RunnableCallable(guarded, None, name=name, trace=False)
+    path = RunnableCallable(guarded, None, name=name, trace=False)  # pragma: no mutate
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 
 

@@ -94,7 +94,7 @@ class ToolStep:
             output = await self.node_for(run).ainvoke(input, config)
             return _noted_human(_return_direct(run, output))
 
-        return RunnableCallable(call_tool, acall_tool, name=name, trace=False)
+        return RunnableCallable(call_tool, acall_tool, name=name, trace=False)  # pragma: no mutate
 
 
 def _async_only(tool: Any) -> bool:

@@ -292,3 +292,19 @@ class Jumping(AgentMiddleware):
 def test_graph_shape_with_hooks_snapshot(loop):
     drawing = build_loop(loop, None, [], middleware=[Jumping()]).get_graph().draw_mermaid()
     assert drawing == (SNAPSHOTS / f"{loop}_hooks.mmd").read_text()
+
+
+def test_a_jump_before_the_run_starts_clears_the_last_runs_error():
+    model = native([ValueError("down")], repeat_last=True)
+    graph = build_loop(
+        "react",
+        model,
+        [],
+        middleware=[closed_for_the_day],
+        checkpointer=InMemorySaver(),
+        retry_policy=None,
+    )
+    config = {"configurable": {"thread_id": "closed-after-error"}}
+    assert graph.invoke(ask("One?"), config)["status"] == "error"
+    second = graph.invoke(ask("stop now"), config)
+    assert (second["status"], second["error"], second["answer"]) == ("max_iterations", "", "")
