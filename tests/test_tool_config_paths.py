@@ -9,6 +9,7 @@ from langchain.agents.middleware import wrap_tool_call
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
+from langgraph.config import get_config
 
 from loopgraphs import build_loop
 from tests.compat.middleware_support import call, calls, native
@@ -26,6 +27,12 @@ async def whoami_async(config: RunnableConfig) -> str:
     return f"user={config['configurable'].get('user')}"
 
 
+@tool
+async def whoami_from_context() -> str:
+    """Say who asks, reading the run's config from the context."""
+    return f"user={get_config()['configurable'].get('user')}"
+
+
 @wrap_tool_call
 def passing(request, handler):
     return handler(request)
@@ -33,8 +40,8 @@ def passing(request, handler):
 
 @pytest.mark.parametrize(
     ("tool_used", "middleware"),
-    [(whoami, []), (whoami_async, []), (whoami, [passing])],
-    ids=["thread loop", "async-only", "tool wrapper"],
+    [(whoami, []), (whoami_async, []), (whoami_from_context, []), (whoami, [passing])],
+    ids=["thread loop", "async-only", "async-only from context", "tool wrapper"],
 )
 def test_a_tool_reads_the_runs_config_on_every_path(tool_used, middleware):
     model = native([calls(call(tool_used.name, {})), "done"])

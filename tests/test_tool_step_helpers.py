@@ -164,7 +164,7 @@ def test_a_failed_or_ordinary_result_does_not_end_the_run():
 def test_a_human_message_a_tool_added_is_taken_in_by_the_run():
     added = HumanMessage("from the tool")
     out = tool_step._noted_human({"messages": [ToolMessage("ok", tool_call_id="c"), added]})
-    assert added.id and out["scratch"] == {"seen": added.id}
+    assert len(added.id or "") == 36 and out["scratch"] == {"seen": added.id}
     command = Command(update={"messages": [HumanMessage("again", id="h7")]})
     updates = tool_step._noted_human([command])
     assert updates[-1] == Command(update={"scratch": {"seen": "h7"}})
@@ -204,13 +204,24 @@ def test_a_step_stopped_early_raises_its_own_error_not_another_calls():
     loop = asyncio.new_event_loop()
 
     async def other() -> None:
+        await asyncio.sleep(0.01)
         raise ValueError("the other call failed")
 
     async def step() -> None:
         asyncio.get_running_loop().create_task(other())
-        await asyncio.sleep(0)
         raise RuntimeError("interrupted")
 
     with pytest.raises(RuntimeError, match="interrupted"):
         run_step(loop, step())
     loop.close()
+
+
+def test_a_tool_steps_loop_watches_its_sockets_with_poll():
+    # An epoll set would be shared with forked children (see ``_new_loop``).
+    import selectors
+
+    loop = tool_step._new_loop()
+    try:
+        assert isinstance(loop._selector, selectors.PollSelector)  # type: ignore[attr-defined]
+    finally:
+        loop.close()
