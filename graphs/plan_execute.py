@@ -324,7 +324,7 @@ def build_plan_execute(
                 number=index + 1,
                 step=steps[index],
             )
-        out, spent = yield from react.run(step.runtime, state, [HumanMessage(prompt)], iterations)
+        out, spent = yield from react.run(step, state, [HumanMessage(prompt)], iterations)
         status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         update: dict[str, Any] = {

@@ -22,6 +22,7 @@ from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_option
 from loopgraphs.nodes.call_tool import EARLIER_CALLS, earlier_calls
 from loopgraphs.nodes.runner import Call
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step
 from loopgraphs.state import empty_usage, scratch_of
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
@@ -101,7 +102,7 @@ class ReactSubgraph:
 
     def run(
         self,
-        runtime: Runtime[Any],
+        step: Step,
         state: Mapping[str, Any],
         messages: Sequence[AnyMessage],
         max_iterations: int | None = None,
@@ -109,7 +110,8 @@ class ReactSubgraph:
         """Run ReAct on ``messages`` with the run's iteration budget.
 
         Args:
-            runtime: The calling node's runtime (its context may change ``max_iterations``).
+            step: The calling step (the run's settings, and the runtime whose context may
+                change ``max_iterations``).
             state: The calling loop's state.
             messages: ReAct's input conversation.
             max_iterations: A smaller budget for this run, which ``iterations`` says
@@ -122,8 +124,8 @@ class ReactSubgraph:
             update ends the calling loop too: status "max_iterations", and the mark that
             has its routers end the run (see ``ended_by_hook``).
         """
-        context = None if max_iterations is None else self.limited(runtime, max_iterations)
-        budget = self.settings.for_run(runtime).max_iterations
+        context = None if max_iterations is None else self.limited(step.runtime, max_iterations)
+        budget = step.run.max_iterations
         if max_iterations is not None and context is not None:
             budget = max_iterations
         carried = {key: state[key] for key in self.extra if key in state}

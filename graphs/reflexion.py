@@ -267,7 +267,7 @@ def build_reflexion(
     def generate(state: dict[str, Any], step: Step) -> Logic:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
-        out, spent = yield from react.run(step.runtime, state, episode_input)
+        out, spent = yield from react.run(step, state, episode_input)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])

@@ -83,6 +83,19 @@ def add_routed_step(
         add_step(builder, name, logic, settings, **step)
         route(builder, name, router, targets)
         return
+    next_step, destinations = chosen_step(builder, router, targets)
+    add_step(builder, name, logic, settings, next_step=next_step, destinations=destinations, **step)
+
+
+def chosen_step(
+    builder: StateGraph[Any, Any, Any, Any], router: Router, targets: Sequence[str]
+) -> tuple[Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any], tuple[str, ...]]:
+    """For a node that names the step after it itself (a ``Command(goto=...)``): the
+    function that names it, ``next_step(state, outputs, runtime)``, and the nodes it may
+    name, declared for the drawn graph. ``next_step`` reads the state as the node's
+    ``outputs`` leave it, ends the run when it is over (``run_over``) and otherwise asks
+    ``router``, its answers leading through the middleware's hook nodes."""
+    wiring: Wiring | None = getattr(builder, "wiring", None)
     wants_runtime = takes_runtime(router)
     channels = builder.channels
 
@@ -94,8 +107,8 @@ def add_routed_step(
         return wiring.route_to(chosen) if wiring is not None else chosen
 
     ends = [*targets, END]
-    destinations = [wiring.entry(t) for t in ends] if wiring is not None else ends
-    add_step(builder, name, logic, settings, next_step=next_step, destinations=destinations, **step)
+    named = [wiring.entry(t) for t in ends] if wiring is not None else ends
+    return next_step, tuple(dict.fromkeys(named))
 
 
 def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:

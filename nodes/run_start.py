@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from loopgraphs.nodes.hooks import Wiring, can_jump_to
-from loopgraphs.nodes.routing import Router, run_over
-from loopgraphs.nodes.runner import keeps_totals, takes_runtime
+from loopgraphs.nodes.hooks import can_jump_to
+from loopgraphs.nodes.routing import Router, chosen_step
+from loopgraphs.nodes.runner import keeps_totals
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import run_defaults, start_run, state_after
+from loopgraphs.state import run_defaults, start_run
 
 # A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
 Opening = Callable[[dict[str, Any], LoopSettings], dict[str, Any]]
@@ -70,17 +70,9 @@ def add_start(
         update = {**base, "tool_mode": resolve_mode(run), **opening(state, run)}
         if base["status"] == "error":
             update.update(status="error", error=base["error"])
-        after = state_after(channels, state, [update])
-        chosen = (
-            END if run_over(after) else (then(after, runtime) if wants_runtime else then(after))
-        )
-        return Command(update=update, goto=wiring.route_to(chosen) if wiring else chosen)
+        return Command(update=update, goto=next_step(state, [update], runtime))
 
-    channels = builder.channels
-    wiring: Wiring | None = getattr(builder, "wiring", None)
-    wants_runtime = takes_runtime(then)
-    ends = [*targets, END]
-    destinations = tuple(dict.fromkeys(wiring.entry(t) for t in ends)) if wiring else tuple(ends)
+    next_step, destinations = chosen_step(builder, then, targets)
     builder.add_node(
         "prepare", prepare, input_schema=builder.state_schema, destinations=destinations
     )
