@@ -34,13 +34,12 @@ from typing import Any
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.channels.base import BaseChannel
-from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.nodes.runner import RunnableCallable, node_callable, takes_runtime
+from loopgraphs.nodes.runner import RunnableCallable, keeps_totals, node_callable, takes_runtime
 from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"
@@ -493,9 +492,8 @@ def wire(
     hooks = _HOOK_NAMES if agent_hooks else ("before_model", "after_model")
     if not isinstance(builder, LoopGraph) or not any(middleware.with_hook(h) for h in hooks):
         return
-    totals = not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
     zero = {"llm_calls": 0, "retries": 0, "usage": empty_usage()}
-    resets = zero if totals else dict.fromkeys(zero)
+    resets = zero if keeps_totals(builder) else dict.fromkeys(zero)
     builder.use(Wiring(middleware, loop, tools_node, agent_hooks, resets, main_step=main_step))
 
 
