@@ -278,7 +278,8 @@ def test_a_callable_scorer_gives_floats_and_bools():
         (0.5, False),
         (1.0, True),
     ]
-    assert seen[1] == (["Paris", "Paris, France"], "cot", "geography", 2)
+    # runs are scored as they finish, in no set order
+    assert (["Paris", "Paris, France"], "cot", "geography", 2) in seen and len(seen) == 3
     (summary,) = report.summary()
     assert summary.accuracy == pytest.approx(0.5) and summary.correct == 1
     assert report.meta["scorer"] == "half_for_france"
