@@ -15,6 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.nodes.answer_check import settle_answer, unusable
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
@@ -27,7 +28,7 @@ from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import LoopState, OutputState
+from loopgraphs.state import LoopState, OutputState, scratch_of
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -122,15 +123,18 @@ def build_cot(
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
-        return update
+        return settle_answer(state, update)
 
     def vote(state: CoTState) -> dict[str, Any]:
         answers = state.get("answers", [])
-        index, votes = majority(answers)
+        messages, start = state["messages"], scratch_of(state).get("transcript_start", 0)
+        # A sample that only repeats a prompt or the question gets no vote.
+        index, votes = majority(["" if unusable(a, messages, start) else a for a in answers])
         if not any(state.get("samples", [])):
             return {"votes": votes, "answer": "", "status": "max_iterations"}
-        if index < 0:
-            return {"votes": votes, "answer": "", "status": "completed"}
+        if index < 0 or not votes:
+            said = next((a for a in answers if a.strip()), "")
+            return settle_answer(state, {"votes": votes, "answer": said, "status": "completed"})
         chosen = AIMessage(state["samples"][index], name=settings.agent_name)
         return {
             "votes": votes,

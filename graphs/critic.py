@@ -26,6 +26,7 @@ from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
+from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.call_tool import call_key, fence_output, unfence
 from loopgraphs.nodes.generate import (
@@ -381,7 +382,10 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             done = {} if more else {"status": "max_iterations"}
             return {**update, "messages": shown, "answer": earlier, **done}
         text = content_text(reply.content)
-        draft = (revision_of(text) if guided else text.strip()) or earlier
+        draft = revision_of(text) if guided else text.strip()
+        start = scratch_of(state).get("transcript_start") or 0
+        if unusable(draft, [*state["messages"], *shown], start):
+            draft = earlier  # empty, or a copied tool result: the earlier draft stands
         done = {} if more else {"status": "completed"}
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}

@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
-from loopgraphs.nodes.answer_repair import last_result, restated_answer, says_nothing
+from loopgraphs.nodes.answer_check import unusable
+from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
 from loopgraphs.nodes.model_send import Form
@@ -108,14 +109,14 @@ def build_react(
             return {**update, **unread_reply(state, run, reading.message, iterations)}
         if reading.outcome == "final":
             fence = scratch.get("fence", "")
+            start = scratch.get("transcript_start", 0)
             answer = restated_answer(
-                reading.answer,
-                state["messages"],
-                scratch.get("transcript_start", 0),
-                fence,
-                examples=example_answers(registry),
+                reading.answer, state["messages"], start, fence, examples=example_answers(registry)
             )
-            if says_nothing(answer, fence):
+            # A step's result inside another loop may be a tool result; that loop checks
+            # its own answer.
+            checked = not run.step_run and unusable(answer, state["messages"], start)
+            if says_nothing(answer, fence) or checked:
                 unread = unread_reply(state, run, reading.message, iterations, prompts.NO_ANSWER)
                 return {**update, **unread}
             update["messages"] = [answer_message(reading.message, answer)]
@@ -146,16 +147,11 @@ def build_react(
     ) -> dict[str, Any]:
         """A reply cut at the token cap, or a final answer that says nothing (see
         ``says_nothing``), is not an answer: ask once more (``again``) while turns are
-        left; else end, not completed, with the last successful tool result (if any)."""
+        left; else end, not completed, without an answer (see ``answer_check``)."""
         if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
             ask = loop_prompt(again)
             return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
-        answer = last_result(state)
-        return {
-            "messages": [answer_message(reply, answer)],
-            "answer": answer,
-            "status": "max_iterations",
-        }
+        return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
     def final_answer(state: dict[str, Any], step: Step) -> Logic:
         run = step.run
@@ -174,9 +170,7 @@ def build_react(
         examples = example_answers(run_registry(run, state))
         answer = restated_answer(answer, state["messages"], start, fence, examples=examples)
         if not answer:
-            answer = last_result(state) or best_effort_answer(
-                [m for m in state["messages"] if not cut_short(m)]
-            )
+            answer = best_effort_answer([m for m in state["messages"] if not cut_short(m)])
         reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 

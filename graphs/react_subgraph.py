@@ -64,7 +64,7 @@ class ReactSubgraph:
     them."""
 
     def __init__(self, settings: LoopSettings, options: Mapping[str, Any]) -> None:
-        self.settings = dataclasses.replace(settings, response_format=None)
+        self.settings = dataclasses.replace(settings, response_format=None, step_run=True)
         self.graph = build_react(
             self.settings, subgraph_options(options), agent_hooks=False
         ).compile(name="react")

@@ -1,12 +1,11 @@
-"""Answer repair for small models: a final answer that only restates the last tool
-result, the expression the tool computed, or a worked example's answer is replaced by the
-result itself."""
+"""Answer repair for small models: a final answer that is the expression the last tool
+call computed is given as its result; one that copies a worked example's answer, or says
+nothing, is no answer (the loop asks again)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from langchain_core.messages import (
     AIMessage,
@@ -17,7 +16,6 @@ from langchain_core.messages import (
 
 from loopgraphs.nodes.call_tool import unfence
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
-from loopgraphs.state import scratch_of
 
 _MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
 
@@ -89,29 +87,23 @@ def restated_answer(
     *,
     examples: Sequence[str] = (),
 ) -> str:
-    """The final answer, or the last tool result when the answer merely restates it (it
-    is that result, markers included, or is empty, the run's fence marker or the
-    ``final_answer`` keyword) or restates the expression the tool was asked to compute (a
-    small model answering "17 * 19 + 4" after the calculator said 323) or copies one of
-    the worked ``examples``' answers that the result does not hold (beyond quoting the
-    call's own arguments, as in "No results for 'Ada Quinlan'.")."""
+    """The final answer, with a small model's restatement of its own calculation resolved.
+
+    An answer that is the expression the last tool call computed (a small model answering
+    "17 * 19 + 4" after the calculator said 323) is given as that result: it is the
+    model's answer, evaluated. An answer that copies one of the worked ``examples``'
+    answers, which the last result does not hold (beyond quoting the call's own arguments,
+    as in "No results for 'Ada Quinlan'."), is no answer: "" (the loop asks again). Any
+    other answer is returned as it is; a tool result never stands in for a missing one.
+    """
     last_call, result = _last_call(messages, start)
     if last_call is None or result is None:
         return answer
     observed = unfence(content_text(result.content), fence)
     asked = {_squashed(str(v)) for v in last_call["args"].values() if _expression(str(v))}
     said = _said(answer, fence)
-    copied = said in {_squashed(e) for e in examples} and said not in _held(observed, last_call)
-    if not said or said == _squashed(observed) or said in asked or copied:
+    if said and said in asked:
         return observed or answer
+    if said in {_squashed(e) for e in examples} and said not in _held(observed, last_call):
+        return ""
     return answer
-
-
-def last_result(state: Mapping[str, Any]) -> str:
-    """The run's last successful tool result, without its fence markers ("" if none)."""
-    messages = state.get("messages") or []
-    scratch = scratch_of(state)
-    for message in reversed(messages[scratch.get("transcript_start") or 0 :]):
-        if isinstance(message, ToolMessage) and not failed(message):
-            return unfence(content_text(message.content), scratch.get("fence", ""))
-    return ""

@@ -37,6 +37,7 @@ from langgraph.channels.base import BaseChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
+from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.nodes.runner import RunnableCallable, keeps_totals, node_callable, takes_runtime
@@ -455,6 +456,8 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
                 "answer": text or best_effort_answer(messages),
                 "error": "",
             }
+        if update["answer"]:  # the hook ended the run: no answer is needed, but a
+            update = settle_answer(state, update)  # given one must be the model's own
         return {**resets, **update} if new_run else update
 
     return RunnableCallable(finish, None, name=STOPPED if stopped else FINISH, trace=False)

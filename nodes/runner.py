@@ -30,6 +30,7 @@ from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
 
+from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.errors import (
     describe_error,
     failed_calls,
@@ -252,6 +253,8 @@ def as_node(
         state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: Runtime[Any]
     ) -> Any:
         update = add_totals(state, update) if totals else update
+        if isinstance(update, dict) and not settings.step_run:
+            update = settle_answer(state, update)
         if next_step is not None:
             goto = next_step(state, [update, *commands], runtime)
             commands = [*commands, Command(goto=goto)]

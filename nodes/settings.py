@@ -151,6 +151,9 @@ class LoopSettings:
     response_format: Any = None
     middleware: Middlewares = field(default_factory=Middlewares)
     agent_name: str | None = None
+    step_run: bool = False
+    """A ReAct run inside another loop's step: its answer is the step's result, which the
+    outer loop checks (see ``loopgraphs.nodes.answer_check``)."""
 
     def __post_init__(self) -> None:
         if self.model is None:

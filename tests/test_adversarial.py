@@ -223,12 +223,16 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "huge": BUDGET,
         "always_tools": DONE | BUDGET,  # native: tool calls only, no text
     },
+    # A model that writes no text (empty replies, or tool calls only) gives no answer: the
+    # run ends "error" saying so.
     "critic": {
-        **{s: DONE for s in ("random_text", "empty", "never_finishes", "always_tools")},
+        **{s: DONE for s in ("random_text", "never_finishes")},
+        **{s: ERROR for s in ("empty", "always_tools")},
         "huge": BUDGET,
     },
     "plan_execute": {
-        **{s: DONE for s in ("random_text", "empty", "never_finishes", "always_tools")},
+        **{s: DONE for s in ("random_text", "never_finishes")},
+        **{s: ERROR for s in ("empty", "always_tools")},
         "huge": BUDGET,
     },
     "reflexion": {
@@ -236,7 +240,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     },
     "self_ask": {
         "random_text": DONE,
-        "empty": DONE,
+        "empty": ERROR,
         "huge": BUDGET,
         "never_finishes": BUDGET,
         # Self-Ask reads its own grammar: a bare ReAct-style action is plain text to it,
@@ -293,6 +297,8 @@ def test_hostile_model_cannot_break_the_loop(name: str, mode: str, scenario: str
     else:
         assert out["llm_calls"] == model.call_count
         assert 1 <= model.call_count <= case.budget, (model.call_count, case.budget)
+        if out["status"] == "error":  # the model wrote nothing that answers
+            assert out["answer"] == "" and out["error"].startswith("no usable answer:")
     assert elapsed < 30
 
 

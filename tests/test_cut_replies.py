@@ -75,7 +75,8 @@ def test_react_asks_once_for_a_short_answer_after_a_cut_one(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_react_cut_twice_ends_with_the_last_tool_result_not_completed(mode):
+def test_react_cut_twice_ends_without_an_answer_not_completed(mode):
+    """The tool's result is in the transcript, but it is not the model's answer."""
     replies = [
         act(mode, "lookup", {"key": "x"}),
         capped(final(mode, "7 7 7")),
@@ -85,8 +86,9 @@ def test_react_cut_twice_ends_with_the_last_tool_result_not_completed(mode):
     out = create_react_graph(model, [lookup], tool_mode=mode).invoke(
         {"messages": [("user", "what is x?")]}
     )
-    assert out["status"] == "max_iterations"
-    assert "value of x is 7" in out["answer"]
+    assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["error"] == "no usable answer: the model gave none before the run ended"
+    assert any("value of x is 7" in content_text(m.content) for m in out["messages"])
     assert out["llm_calls"] == 3 == model.call_count
     assert "United States" not in content_text(out["messages"][-1].content)
 
@@ -107,20 +109,22 @@ def test_react_does_not_ask_again_when_no_turn_is_left(mode):
     out = create_react_graph(model, [lookup], tool_mode=mode, max_iterations=2).invoke(
         {"messages": [("user", "what is x?")]}
     )
-    assert out["status"] == "max_iterations"
-    assert "value of x is 7" in out["answer"]
+    assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["error"] == "no usable answer: the model gave none before the run ended"
+    assert any("value of x is 7" in content_text(m.content) for m in out["messages"])
     assert model.call_count == 2
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_react_forced_final_answer_cut_falls_back_to_the_tool_result(mode):
+def test_react_forced_final_answer_cut_ends_without_an_answer(mode):
     replies = [act(mode, "lookup", {"key": "x"}), capped(final(mode, "the value is"))]
     model = model_for(mode, replies)
     out = create_react_graph(model, [lookup], tool_mode=mode, max_iterations=1).invoke(
         {"messages": [("user", "what is x?")]}
     )
-    assert out["status"] == "max_iterations"
-    assert "value of x is 7" in out["answer"]
+    assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["error"] == "no usable answer: the model gave none before the run ended"
+    assert any("value of x is 7" in content_text(m.content) for m in out["messages"])
     assert model.call_count == 2
 
 

@@ -1005,7 +1005,7 @@ def test_best_effort_answer_prefers_the_last_assistant_text() -> None:
         ToolMessage(" early ", tool_call_id="1"),
         ToolMessage(" late ", tool_call_id="1"),
     ]
-    assert best_effort_answer(tools_only) == "late"
+    assert best_effort_answer(tools_only) == ""  # a tool result is not the model's answer
     assert best_effort_answer([HumanMessage("q")]) == ""
 
 

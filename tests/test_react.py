@@ -491,9 +491,10 @@ def test_tool_choice_names_an_existing_tool():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_an_answer_restating_the_expression_or_the_result_is_the_tool_result(mode):
-    """A final answer that only restates the expression the tool computed, or the tool's
-    result itself (fence markers and all), is replaced by that result; others are kept."""
+def test_an_answer_restating_the_expression_is_the_tool_result(mode):
+    """A final answer that only restates the expression the tool computed is that
+    expression's result; others are kept, and an empty one is never filled in from the
+    tool result (the loop asks again: see the next test)."""
 
     def calc(expression: str) -> str:
         """Compute an arithmetic expression."""
@@ -505,7 +506,7 @@ def test_an_answer_restating_the_expression_or_the_result_is_the_tool_result(mod
         return graph.invoke({"messages": [("user", "17*19?")]})["answer"]
 
     assert run("17*19") == "323"
-    assert run("") == "323"
+    assert run("323") == "323"
     assert run("It is 323.") == "It is 323."
     assert run("17") == "17"
 
@@ -533,17 +534,35 @@ def test_an_answer_saying_nothing_after_a_tool_error_is_asked_for_once_more(mode
     assert content_text(model.prompts[2][-1].content) == prompts.NO_ANSWER
     out, model = run(marker, "")
     assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["error"] == "no usable answer: the model gave none before the run ended"
     assert out["llm_calls"] == model.call_count == 3
 
 
-def test_forced_final_answer_offers_no_tool_and_falls_back_to_the_last_result():
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_answer_after_a_result_is_not_filled_in_from_it(mode):
+    """The tool found the answer but the model's final reply is empty: the result is not
+    made the answer; the loop asks once more and the run ends with the model's reply."""
+
+    def calc(expression: str) -> str:
+        """Compute an arithmetic expression."""
+        return "323"
+
+    script = [act(mode, "calc", {"expression": "17 * 19"}), final(mode, ""), final(mode, "323")]
+    model, graph = build(mode, script, tools=[calc])
+    out = graph.invoke({"messages": [("user", "17*19?")]})
+    assert (out["status"], out["answer"], out["error"]) == ("completed", "323", "")
+    assert content_text(model.prompts[2][-1].content) == prompts.NO_ANSWER
+
+
+def test_forced_final_answer_offers_no_tool_and_takes_no_tool_result_for_an_answer():
     """When the budget is spent, the json schema of the last call has only the final
-    answer; a reply that still asks for a tool gives the last successful tool result,
-    unfenced (the loop-break note of the repeated call is skipped)."""
+    answer; a reply that still asks for a tool gives no answer (the tool's result is not
+    the model's answer) and the run says so."""
     again = act("json", "multiply", {"a": 6, "b": 7})
     model, graph = build("json", [again, again, again], max_iterations=2)
     out = graph.invoke({"messages": [("user", "6*7?")]})
-    assert out["status"] == "max_iterations" and out["answer"] == "42"
+    assert (out["status"], out["answer"]) == ("max_iterations", "")
+    assert out["error"] == "no usable answer: the model gave none before the run ended"
     last = model.schemas[-1]["schema"]["anyOf"]
     assert [alt["properties"]["action"]["const"] for alt in last] == ["final_answer"]
 

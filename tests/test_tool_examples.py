@@ -153,16 +153,15 @@ def _run(answer_call: dict, result: str) -> list:
 @pytest.mark.parametrize(
     "said", [FENCE, "FINAL_ANSWER", "final_answer", f"<<tool_output {FENCE}>>"]
 )
-def test_an_answer_of_only_markers_is_the_last_result(said):
+def test_an_answer_of_only_markers_is_not_filled_in_from_the_last_result(said):
     messages = _run({"query": "x"}, "Ada")
-    assert restated_answer(said, messages, 1, FENCE) == "Ada"
+    assert restated_answer(said, messages, 1, FENCE) == said
 
 
-def test_an_answer_copied_from_an_example_is_the_last_result():
+def test_an_answer_copied_from_an_example_is_no_answer():
     messages = _run({"query": "Quillmark"}, "Quillmark was founded by Bartholomew Ixley.")
     examples = ["Ada Quinlan", "Tessford"]
-    copied = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
-    assert copied == "Quillmark was founded by Bartholomew Ixley."
+    assert restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples) == ""
     kept = restated_answer("Bartholomew Ixley", messages, 1, FENCE, examples=examples)
     assert kept == "Bartholomew Ixley"
     # An example's answer that the result really holds is a real answer.
@@ -172,11 +171,10 @@ def test_an_answer_copied_from_an_example_is_the_last_result():
 
 def test_a_result_echoing_the_call_does_not_hold_a_copied_example_answer():
     """A search for the example's own answer finds nothing; the message naming the query
-    is not evidence for that answer, so the honest result replaces it."""
+    is not evidence for that answer, so the copied answer is no answer."""
     messages = _run({"query": "Ada Quinlan"}, "No results for 'Ada Quinlan'.")
     examples = ["Ada Quinlan", "Tessford"]
-    answer = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
-    assert answer == "No results for 'Ada Quinlan'."
+    assert restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples) == ""
     # The same answer is kept when the result holds it besides the echoed query.
     messages = _run({"query": "Ada Quinlan"}, "Ada Quinlan: founder of Harrowby Looms.")
     kept = restated_answer("Ada Quinlan", messages, 1, FENCE, examples=examples)
@@ -200,15 +198,19 @@ def test_examples_stay_the_same_for_every_run_on_a_thread():
     assert f"<<tool_output {EXAMPLE_FENCE}>>" in content_text(first[3].content)
 
 
-def test_a_copied_example_answer_after_a_repeated_call_is_the_last_result():
+def test_a_copied_example_answer_after_a_repeated_call_is_asked_for_again():
     """The model repeats its search for the example's name (the loop-break answers it from
-    history, an error result) and answers with that name: the successful result before
-    the repeat is what the run found."""
+    history, an error result) and answers with that name: that is no answer, nor is the
+    search's "No results" message; the loop asks once more and the model's next answer
+    ends the run."""
     replies = [
         act("json", "search", {"query": "Ada Quinlan"}),
         act("json", "search", {"query": "Ada Quinlan"}),
         final("json", "Ada Quinlan"),
+        final("json", "Bartholomew Ixley"),
     ]
-    graph = create_react_graph(model_for("json", replies), get_tools(["search"]), tool_mode="json")
+    model = model_for("json", replies)
+    graph = create_react_graph(model, get_tools(["search"]), tool_mode="json")
     out = graph.invoke({"messages": [("user", "Who founded Quillmark Instruments?")]})
-    assert out["answer"] == "No results for 'Ada Quinlan'." and out["llm_calls"] == 3
+    assert (out["status"], out["answer"]) == ("completed", "Bartholomew Ixley")
+    assert out["llm_calls"] == model.call_count == 4

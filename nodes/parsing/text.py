@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from loopgraphs.nodes.parsing import MAX_PARSE_CHARS
 
@@ -121,16 +121,13 @@ def strip_fence(text: str) -> str:
 
 
 def best_effort_answer(messages: Sequence[AnyMessage]) -> str:
-    """The most useful text already in a transcript: the last assistant text, else the
-    last successful tool result (an error is no answer), else an empty string."""
+    """The model's last answer-like text in a transcript: the last assistant text without
+    tool calls, else an empty string (a tool result is never taken for an answer)."""
     for message in reversed(messages):
         if isinstance(message, AIMessage) and not message.tool_calls:
             text = content_text(message.content).strip()
             if text:
                 return text
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage) and message.status != "error":
-            return strip_fence(content_text(message.content)).strip()
     return ""
 
 

@@ -1,0 +1,222 @@
+"""Whether a run's answer is the model's own.
+
+A run's ``answer`` must be text the model wrote as its answer. Small models sometimes
+reply with something else: a tool result copied whole ("No results for 1980."), the
+library's own prompt text (a re-ask instruction read back), or the user's question
+repeated. Such a reply is no answer. When a run ends on one, ``settle_answer`` empties
+``answer`` and says why in ``error``; a run that would have been ``completed`` ends
+``error`` instead (one that ran out of steps stays ``max_iterations``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+
+from loopgraphs import prompts
+from loopgraphs.nodes.parsing.text import content_text, strip_fence
+from loopgraphs.state import scratch_of
+
+ECHO_WORDS = 6
+"""Words in a row that a reply shares with one of the library's prompts to be an echo."""
+
+ATOMIC_WORDS = 3
+"""A tool result of at most this many words is a value ("323", "Paris, France") that a
+model may rightly give back as its answer; a longer one copied whole is no answer."""
+
+QUESTION_WORDS = 4
+"""A question this long or longer, read back as the answer, is no answer (a short one,
+"Paris?", may be answered by its own words)."""
+
+NO_ANSWER = "no usable answer"
+"""How ``error`` starts when a run ended without an answer of the model's own."""
+
+_WORD = re.compile(r"[^\W_]+")
+_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
+_ANSWER_LEAD = re.compile(
+    r"^\s*(?:so\s+the\s+)?final[\s_]+answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE
+)
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_SLOT = re.compile(r"<([^<>{}]{1,40})>")
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The text's words, lower-cased, without punctuation."""
+    return tuple(word.lower() for word in _WORD.findall(text))
+
+
+def _runs(tokens: Sequence[str], size: int) -> Iterable[tuple[str, ...]]:
+    return (tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
+
+
+@lru_cache(maxsize=1)
+def _prompt_texts() -> tuple[str, ...]:
+    """Every prompt text of ``loopgraphs.prompts`` (worked examples' strings too)."""
+    texts: list[str] = []
+    for value in vars(prompts).values():
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            texts.extend(t for t in (item if isinstance(item, tuple) else (item,)))
+    return tuple(t for t in texts if isinstance(t, str))
+
+
+@lru_cache(maxsize=1)
+def _prompt_pieces() -> tuple[tuple[tuple[str, ...], ...], ...]:
+    """Each prompt as the words of its fixed pieces (the text between placeholders)."""
+    return tuple(
+        tuple(piece for piece in map(words, _PLACEHOLDER.split(text)) if piece)
+        for text in _prompt_texts()
+    )
+
+
+@lru_cache(maxsize=1)
+def prompt_runs() -> frozenset[tuple[str, ...]]:
+    """Every ``ECHO_WORDS`` words in a row of the library's prompts."""
+    return frozenset(
+        run for pieces in _prompt_pieces() for piece in pieces for run in _runs(piece, ECHO_WORDS)
+    )
+
+
+@lru_cache(maxsize=1)
+def _slots() -> frozenset[tuple[str, ...]]:
+    """The words of the prompts' answer slots: ``<the final answer>``, ``<answer>``..."""
+    return frozenset(words(slot) for text in _prompt_texts() for slot in _SLOT.findall(text))
+
+
+def _within(part: Sequence[str], whole: Sequence[str]) -> int:
+    """The index just after ``part``'s first occurrence in ``whole`` (-1 if absent)."""
+    size = len(part)
+    return next(
+        (i + size for i in range(len(whole) - size + 1) if tuple(whole[i : i + size]) == part),
+        -1,
+    )
+
+
+def _fills(said: tuple[str, ...], pieces: Sequence[tuple[str, ...]]) -> bool:
+    """Whether ``said`` holds a template's fixed pieces in order (a filled template)."""
+    if sum(map(len, pieces)) < ECHO_WORDS or len(pieces) < 2:
+        return False
+    rest = said
+    for piece in pieces:
+        end = _within(piece, rest)
+        if end < 0:
+            return False
+        rest = rest[end:]
+    return True
+
+
+def echoes_prompt(answer: str) -> bool:
+    """Whether the answer is text of the library's own prompts: it holds ``ECHO_WORDS``
+    words in a row of one, or a filled template's fixed text in order; it is a part of one
+    (``ECHO_WORDS - 1`` words or more); or it is a prompt's answer slot
+    (``<the final answer>``)."""
+    said = words(answer)
+    if not said:
+        return False
+    runs = prompt_runs()
+    if any(run in runs for run in _runs(said, ECHO_WORDS)) or said in _slots():
+        return True
+    pieces = _prompt_pieces()
+    if len(said) >= ECHO_WORDS - 1 and any(_within(said, p) >= 0 for ps in pieces for p in ps):
+        return True
+    return any(_fills(said, template) for template in pieces)
+
+
+def _said(answer: str) -> tuple[str, ...]:
+    """The answer's words without fence markers and a leading "final answer" label."""
+    return words(_ANSWER_LEAD.sub("", _MARKER.sub(" ", answer)))
+
+
+def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:
+    """Whether the answer is a tool result of the conversation copied whole: an error, or
+    one longer than a value (``ATOMIC_WORDS``)."""
+    said = _said(answer)
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            text = strip_fence(content_text(message.content))
+            result = words(text)
+            failed = message.status == "error" or text.startswith("Error:")
+            if said == result and (failed or len(result) > ATOMIC_WORDS):
+                return True
+    return False
+
+
+def repeats_question(answer: str, messages: Sequence[AnyMessage], start: int) -> bool:
+    """Whether the answer is the user's question repeated (the last human message before
+    the run's own messages; one of ``QUESTION_WORDS`` words or more)."""
+    asked = next(
+        (m for m in reversed(messages[:start] or messages) if isinstance(m, HumanMessage)), None
+    )
+    if asked is None:
+        return False
+    question = words(content_text(asked.content))
+    return len(question) >= QUESTION_WORDS and _said(answer) == question
+
+
+def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str:
+    """Why the answer is not the model's own ("" when it is).
+
+    Args:
+        answer: The run's answer.
+        messages: The run's messages (the conversation with the run's own messages).
+        start: Index of the run's first own message.
+
+    Returns:
+        A phrase that completes "the model's reply ..." or "" for a usable answer.
+    """
+    if not _said(answer):
+        return "said nothing"
+    if echoes_prompt(answer):
+        return "repeated the instructions it was given"
+    if copied_result(answer, messages):
+        return "only copied a tool result"
+    if repeats_question(answer, messages, start):
+        return "only repeated the question"
+    return ""
+
+
+def settle_answer(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The update of a step that ends a run, with an answer that is not the model's own
+    taken out: ``answer`` empty, ``error`` saying why, and ``completed`` turned into
+    ``error``. A run a tool ended (``return_direct``) keeps the tool's result; one a
+    middleware hook ended, or one with a structured response, may end without an answer.
+    Other updates are returned as they are."""
+    status = update.get("status")
+    if status not in ("completed", "max_iterations"):
+        return update
+    answer = update["answer"] if "answer" in update else state.get("answer") or ""
+    scratch = {**scratch_of(state), **(update.get("scratch") or {})}
+    if scratch.get("tool_ended"):
+        return update  # a return_direct tool's result is the answer by its own contract
+    answered_otherwise = (
+        scratch.get("hook_ended")
+        or update.get("structured_response", state.get("structured_response")) is not None
+    )
+    if not answer and answered_otherwise:
+        return update
+    messages = [*(state.get("messages") or []), *(update.get("messages") or [])]
+    reason = unusable(answer, messages, scratch.get("transcript_start") or 0)
+    if not reason:
+        return update
+    error = f"{NO_ANSWER}: the model's reply {reason}"
+    if not answer:
+        error = f"{NO_ANSWER}: the model gave none before the run ended"
+    settled = {**update, "answer": "", "error": error}
+    if status == "completed":
+        settled["status"] = "error"
+    return settled
+
+
+__all__ = [
+    "NO_ANSWER",
+    "copied_result",
+    "echoes_prompt",
+    "repeats_question",
+    "settle_answer",
+    "unusable",
+    "words",
+]

@@ -1,0 +1,238 @@
+"""A run's answer is the model's own: never a tool result copied whole, nor the library's
+prompt text, nor the question read back. When the model gives no usable answer the run
+says so: ``answer`` is empty, ``error`` says why, and the status is not ``completed``.
+
+Every loop is run in every tool mode on scripted models that echo their prompt or copy a
+tool result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from loopgraphs import build_loop, prompts
+from loopgraphs.nodes.answer_check import (
+    NO_ANSWER,
+    copied_result,
+    echoes_prompt,
+    settle_answer,
+    unusable,
+)
+from loopgraphs.nodes.parsing.text import content_text
+from tests.compat.middleware_support import call, calls
+from tests.scripts import MODES, final, model_for
+
+TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
+LOOP_MODES = [(loop, mode) for loop in TOOL_LOOPS for mode in MODES] + [
+    ("cot", "native"),
+    ("tot", "native"),
+]
+OPTIONS: dict[str, dict[str, Any]] = {
+    "tot": {"max_depth": 1, "beam_width": 1, "n_branches": 2},
+    "plan_execute": {"max_steps": 2, "max_step_iterations": 2},
+    "reflexion": {"max_reflections": 1, "max_iterations": 3},
+}
+NOTHING_FOUND = "No results for 1980 in the archive."
+QUESTION = "In which year did the Harrowby mill open?"
+
+
+@tool
+def search(query: str) -> str:
+    """Look a fact up."""
+    return NOTHING_FOUND
+
+
+def _build(loop: str, mode: str, replies: list[Any]) -> Any:
+    model = model_for(mode, replies, repeat_last=True)
+    tools = [search] if loop in TOOL_LOOPS else []
+    mode_option = {"tool_mode": mode} if loop in TOOL_LOOPS else {}
+    return build_loop(loop, model, tools, **mode_option, **OPTIONS.get(loop, {})), model
+
+
+def _no_answer(out: dict[str, Any]) -> None:
+    """The run ended saying that the model gave no usable answer."""
+    assert out["answer"] == ""
+    assert out["status"] in ("error", "max_iterations")
+    assert out["error"].startswith(NO_ANSWER) or out["status"] == "error", out["error"]
+
+
+def _last(messages: list[BaseMessage]) -> str:
+    return content_text(messages[-1].content)
+
+
+def _first(messages: list[BaseMessage]) -> str:
+    return content_text(messages[0].content)
+
+
+@pytest.mark.parametrize("echo", [_last, _first], ids=["last-message", "first-message"])
+@pytest.mark.parametrize(("loop", "mode"), LOOP_MODES)
+def test_a_model_echoing_its_prompt_gives_no_answer(loop, mode, echo):
+    """Every reply reads back the request's last (or first: the loop's system prompt)
+    message. Nothing the run ends with may be that text."""
+    graph, model = _build(loop, mode, [echo])
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    _no_answer(out)
+    assert model.call_count >= 1
+
+
+@pytest.mark.parametrize(("loop", "mode"), LOOP_MODES)
+def test_a_model_copying_an_earlier_tool_result_gives_no_answer(loop, mode):
+    """The conversation holds a tool result; every reply copies it whole."""
+    looked_up = call("search", {"query": "1980"})
+    history = [
+        HumanMessage("Look 1980 up."),
+        AIMessage("", tool_calls=[looked_up]),
+        ToolMessage(NOTHING_FOUND, tool_call_id=looked_up["id"]),
+        AIMessage("Nothing was found."),
+        HumanMessage(QUESTION),
+    ]
+    graph, _ = _build(loop, mode, [NOTHING_FOUND])
+    out = graph.invoke({"messages": history})
+    _no_answer(out)
+
+
+FOUND = call("search", {"query": "Harrowby mill"})
+SELF_ASK_CALL = "Are follow up questions needed here? Yes.\nFollow up: When did it open?"
+OWN_RESULT_SCRIPTS: dict[str, list[Any]] = {
+    "react": [calls(FOUND), NOTHING_FOUND],
+    "plan_execute": [calls(call("Plan", {"steps": ["look it up"]})), calls(FOUND), NOTHING_FOUND],
+    "reflexion": [
+        calls(FOUND),
+        NOTHING_FOUND,
+        calls(call("Evaluation", {"satisfactory": True, "feedback": ""})),
+    ],
+    "self_ask": [calls(FOUND, content=SELF_ASK_CALL), f"So the final answer is: {NOTHING_FOUND}"],
+}
+
+
+@pytest.mark.parametrize("loop", list(OWN_RESULT_SCRIPTS))
+def test_a_tool_result_of_the_run_copied_as_the_answer_is_no_answer(loop):
+    """The loop calls the tool, then answers with its result, word for word."""
+    graph, _ = _build(loop, "native", OWN_RESULT_SCRIPTS[loop])
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    _no_answer(out)
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert results and NOTHING_FOUND in content_text(results[0].content)
+
+
+def test_a_critic_revision_copying_the_check_keeps_the_earlier_draft():
+    """CRITIC checks its draft; the revision is the tool result copied whole. The draft
+    the model wrote stands as the answer."""
+    claim = {"claim": "it opened in 1980", "tool": "search", "tool_input": {"query": "1980"}}
+    script = [
+        "The mill opened in 1980.",
+        calls(call("CritiqueReport", {"verified": False, "claims": [claim]})),
+        NOTHING_FOUND,
+    ]
+    graph, _ = _build("critic", "native", script)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    assert out["answer"] == "The mill opened in 1980."
+    assert NOTHING_FOUND not in out["answer"]
+
+
+def test_a_cot_reply_reading_back_the_reask_prompt_is_no_answer():
+    """The first reply runs on to the token cap; the model then reads back the request to
+    answer shortly."""
+    cut = AIMessage("Let me think " * 40, response_metadata={"finish_reason": "length"})
+    graph, model = _build("cot", "native", [cut, _last])
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    assert model.call_count == 2
+    assert echoes_prompt(content_text(model.prompts[1][-1].content))
+    _no_answer(out)
+
+
+@pytest.mark.parametrize(("loop", "mode"), LOOP_MODES)
+def test_a_model_answering_in_its_own_words_is_kept(loop, mode):
+    """The checks take nothing from a real answer, even one that names the tool result."""
+    answer = "The mill opened in 1921; no results for 1980 were found."
+    replies: dict[str, list[Any]] = {
+        "tot": ["1. It opened in 1921.\n2. It opened in 1980.", '{"scores": [9, 1]}', answer],
+        "plan_execute": [calls(call("Plan", {"steps": ["answer it"]})), answer, answer],
+        "reflexion": [answer, calls(call("Evaluation", {"satisfactory": True, "feedback": ""}))],
+        "self_ask": [f"Are follow up questions needed here? No.\nSo the final answer is: {answer}"],
+    }
+    script = replies.get(loop, [answer]) if mode == "native" else [answer]
+    if loop == "reflexion" and mode != "native":
+        script = [final(mode, answer), '{"satisfactory": true, "feedback": ""}']
+    graph, _ = _build(loop, mode, script)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    assert out["status"] == "completed" and "1921" in out["answer"], out
+    assert out.get("error", "") == ""
+
+
+# --- the checks themselves --------------------------------------------------------
+
+
+def test_prompt_text_is_found_wherever_it_stands():
+    assert echoes_prompt(prompts.SHORT_ANSWER)
+    assert echoes_prompt("Sure. " + prompts.FENCE_NOTE + " 42")
+    assert not echoes_prompt("Paris is the capital of France, and has been for centuries.")
+    assert not echoes_prompt("")
+    filled = prompts.SYNTHESIZE_USER.format(question="Q?", trace="Step 1: x", draft="d")
+    assert echoes_prompt(filled)
+    assert echoes_prompt("<the final answer>.") and echoes_prompt("followed only by the answer.")
+    # A worked example's names may be a real answer to a question about them.
+    assert not echoes_prompt("J. R. R. Tolkien") and not echoes_prompt("1892")
+
+
+@pytest.mark.parametrize(
+    ("answer", "copied"),
+    [
+        (NOTHING_FOUND, True),
+        (f"Final answer: {NOTHING_FOUND.upper()}", True),
+        ("1921", False),
+        ("No results.", False),  # shorter than the result: the model's own words
+        (NOTHING_FOUND + " It opened in 1921.", False),
+    ],
+)
+def test_a_copied_result_is_the_whole_result(answer, copied):
+    messages = [ToolMessage(NOTHING_FOUND, tool_call_id="c1")]
+    assert copied_result(answer, messages) is copied
+
+
+def test_a_short_result_may_be_the_answer_but_an_error_may_not():
+    assert not copied_result("323", [ToolMessage("323", tool_call_id="c1")])
+    error = ToolMessage("Error: bad", tool_call_id="c1", status="error")
+    assert copied_result("Error: bad", [error])
+    assert copied_result("Error: no", [ToolMessage("Error: no", tool_call_id="c1")])
+
+
+def test_the_reasons_name_what_was_wrong():
+    messages = [HumanMessage(QUESTION), ToolMessage(NOTHING_FOUND, tool_call_id="c1")]
+    assert unusable("  ", messages, 1) == "said nothing"
+    assert unusable(prompts.SHORT_ANSWER, messages, 1) == "repeated the instructions it was given"
+    assert unusable(NOTHING_FOUND, messages, 1) == "only copied a tool result"
+    assert unusable(QUESTION.lower(), messages, 1) == "only repeated the question"
+    assert unusable("1921", messages, 1) == ""
+
+
+def test_settling_leaves_runs_that_go_on_or_end_otherwise_alone():
+    state: dict[str, Any] = {"messages": [HumanMessage(QUESTION)], "answer": ""}
+    running = {"answer": QUESTION}
+    assert settle_answer(state, running) is running
+    for scratch in ({"tool_ended": True}, {"hook_ended": True}):
+        ended = {"status": "completed", "answer": "", "scratch": scratch}
+        assert settle_answer(state, ended) is ended
+    shaped = {"status": "completed", "answer": "", "structured_response": {"year": 1921}}
+    assert settle_answer(state, shaped) is shaped
+    fine = {"status": "completed", "answer": "1921"}
+    assert settle_answer(state, fine) is fine
+
+
+def test_settling_empties_the_answer_and_says_why():
+    state: dict[str, Any] = {"messages": [HumanMessage(QUESTION)], "scratch": {}}
+    done = settle_answer(state, {"status": "completed", "answer": QUESTION})
+    assert done == {
+        "status": "error",
+        "answer": "",
+        "error": "no usable answer: the model's reply only repeated the question",
+    }
+    spent = settle_answer(state, {"status": "max_iterations", "answer": ""})
+    assert spent == {
+        "status": "max_iterations",
+        "answer": "",
+        "error": "no usable answer: the model gave none before the run ended",
+    }
