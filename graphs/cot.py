@@ -6,9 +6,10 @@ Graph: ``prepare → generate → parse → END``, with ``vote`` after ``parse``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -82,19 +83,19 @@ def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
 
 
 def build_cot(
-    settings: LoopSettings, self_consistency: int, options: Any = None
+    settings: LoopSettings, self_consistency: int, options: Mapping[str, Any] | None = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: CoTState, run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {"samples": [], "answers": [], "votes": {}}
         if not steps_left(state, needed):
             update.update(status="max_iterations", answer="")
         return update
 
-    def generate(state: dict[str, Any], step: Step) -> Logic:
+    def generate(state: CoTState, step: Step) -> Logic:
         ask, form = step.ask(state), Form(prompts.COT_SYSTEM)
         call = ask.call(state["messages"], form)
         if not voting:
@@ -155,7 +156,7 @@ def build_cot(
 
 
 def create_cot_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     *,
     self_consistency: int = 1,
     **options: Unpack[LoopOptions],

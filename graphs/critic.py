@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -38,7 +39,14 @@ from loopgraphs.nodes.generate import (
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
-from loopgraphs.nodes.parsing.critic import MAX_CLAIMS, Critique, make_claim, parse_critique
+from loopgraphs.nodes.parsing.critic import (
+    MAX_CLAIMS,
+    CheckedClaim,
+    Claim,
+    Critique,
+    make_claim,
+    parse_critique,
+)
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
@@ -93,35 +101,40 @@ class RequiredCritique(BaseModel):
     )
 
 
+class PendingClaim(Claim):
+    """A claim of the current round waiting for its check: the ``id`` of the tool call
+    that checks it (claims sharing a check share its call) and the ``args`` it was given."""
+
+    id: str
+    args: dict[str, Any]
+
+
 class CriticOutput(OutputState, total=False):
     """Output of the CRITIC loop.
 
     ``draft`` is the current answer, ``round`` the number of critiques made,
-    ``claims`` every claim checked so far (``{"claim", "tool", "tool_input",
-    "observation", "round"}``), ``verified`` whether the last critique accepted the
-    draft.
+    ``claims`` every claim checked so far, ``verified`` whether the last critique
+    accepted the draft.
     """
 
     draft: str
-    claims: list[dict[str, Any]]
+    claims: list[CheckedClaim]
     round: int
     verified: bool
 
 
 class CriticState(CriticOutput, LoopState, total=False):
-    """State of the CRITIC loop: ``pending`` holds the claims of the current round, each
-    with the ``id`` of the tool call that checks it (claims sharing a check share its
-    call) and the ``args`` the critique gave it. The calls and their results are in
-    ``messages``."""
+    """State of the CRITIC loop: ``pending`` holds the claims of the current round. The
+    calls and their results are in ``messages``."""
 
-    pending: list[dict[str, Any]]
+    pending: list[PendingClaim]
 
 
 def _input_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _results(claims: Sequence[dict[str, Any]], fence: str, limit: int) -> str:
+def _results(claims: Sequence[CheckedClaim], fence: str, limit: int) -> str:
     lines = []
     for number, item in enumerate(claims, 1):
         observation = fence_output(
@@ -135,7 +148,7 @@ def _results(claims: Sequence[dict[str, Any]], fence: str, limit: int) -> str:
     return "\n".join(lines)
 
 
-def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
+def _critique_of(data: Mapping[str, Any] | None, text: str) -> Critique:
     """The structured critique when there is one, else the critique text parsed."""
     if data is not None:
         if data.get("verified"):
@@ -151,15 +164,15 @@ def _critique_of(data: dict[str, Any] | None, text: str) -> Critique:
 
 
 def _round_checks(
-    tools: ToolRegistry, claims: Sequence[dict[str, Any]], number: int
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    tools: ToolRegistry, claims: Sequence[Claim], number: int
+) -> tuple[list[ToolCall], list[PendingClaim]]:
     """The tool calls checking a round's claims, one per distinct check (ids unique to
     the run, so that no other run's result in a shared transcript is taken for theirs),
     and the claims each with the id of its call and the args it was given."""
     tag = uuid.uuid4().hex[:8]
     calls: list[ToolCall] = []
     ids: dict[str, str] = {}
-    pending = []
+    pending: list[PendingClaim] = []
     for index, claim in enumerate(claims):
         args = coerce_args(tools, claim["tool"], claim["tool_input"])
         call = ToolCall(name=claim["tool"], args=args, id=f"claim_{number}_{index}_{tag}")
@@ -167,11 +180,11 @@ def _round_checks(
         if key not in ids:
             ids[key] = call["id"] or ""
             calls.append(call)
-        pending.append({**claim, "id": ids[key], "args": args})
+        pending.append(PendingClaim(**claim, id=ids[key], args=args))
     return calls, pending
 
 
-def _checked(state: Mapping[str, Any], fence: str) -> list[dict[str, Any]]:
+def _checked(state: CriticState, fence: str) -> list[CheckedClaim]:
     """The round's claims with the observations of their checks: each read from the
     ``ToolMessage`` answering its call (a call a reviewer edited is recorded as it ran; a
     rejected one has the rejection as its observation)."""
@@ -184,7 +197,7 @@ def _checked(state: Mapping[str, Any], fence: str) -> list[dict[str, Any]]:
             ran.update((call["id"] or "", call) for call in message.tool_calls)
         elif isinstance(message, ToolMessage):
             results[message.tool_call_id] = message
-    checked = []
+    checked: list[CheckedClaim] = []
     for item in state.get("pending") or []:
         call = ran.get(item["id"])
         tool, tool_input = item["tool"], item["tool_input"]
@@ -193,13 +206,13 @@ def _checked(state: Mapping[str, Any], fence: str) -> list[dict[str, Any]]:
         result = results.get(item["id"])
         observation = unfence(content_text(result.content), fence) if result else NO_RESULT
         checked.append(
-            {
-                "claim": item["claim"],
-                "tool": tool,
-                "tool_input": tool_input,
-                "observation": observation,
-                "round": state.get("round", 1),
-            }
+            CheckedClaim(
+                claim=item["claim"],
+                tool=tool,
+                tool_input=tool_input,
+                observation=observation,
+                round=state.get("round", 1),
+            )
         )
     return checked
 
@@ -216,7 +229,9 @@ def _text_critique_text(tools: ToolRegistry) -> str:
     )
 
 
-def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
+def build_critic(
+    settings: LoopSettings, options: Mapping[str, Any] | None = None
+) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled CRITIC graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -232,7 +247,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         """After a draft or a revision: its hooks, then a critique and its checks."""
         return after + before + 1 + check_steps(run)
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: CriticState, run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
             "draft": "",
             "claims": [],
@@ -244,7 +259,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
             update.update(status="max_iterations", answer="")
         return update
 
-    def generate(state: dict[str, Any], step: Step) -> Logic:
+    def generate(state: CriticState, step: Step) -> Logic:
         run = step.run
         ask = step.ask(state)
         history, form = conversation_of(state), Form(prompts.CHAT_SYSTEM)
@@ -261,7 +276,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
-    def critique(state: dict[str, Any], step: Step) -> Logic:
+    def critique(state: CriticState, step: Step) -> Logic:
         run = step.run
         ask = step.ask(state)
         mode = state.get("tool_mode", "text")
@@ -346,13 +361,13 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
         message = AIMessage(content=text, tool_calls=calls, name=run.agent_name)
         return {"messages": [message], "pending": pending, "verified": False}
 
-    def route_critique(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def route_critique(state: CriticState, runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") != "running":
             return END
         # "revise" when a middleware answered every check (rejected them, say)
         return pending_step(settings.for_run(runtime), state) or "revise"
 
-    def revise(state: dict[str, Any], step: Step) -> Logic:
+    def revise(state: CriticState, step: Step) -> Logic:
         fence = scratch_of(state).get("fence", "")
         checked = _checked(state, fence)
         claims = {"claims": [*state.get("claims", []), *checked], "pending": []}
@@ -427,7 +442,7 @@ def build_critic(settings: LoopSettings, options: Any = None) -> StateGraph[Any,
 
 
 def create_critic_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     tools: ToolsArg = None,
     *,
     max_critique_rounds: int = 2,

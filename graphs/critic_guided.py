@@ -12,10 +12,11 @@ sentences that share the most words with it. The graph's nodes are in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loopgraphs.nodes.grounding import closed_object, grounded_string, takes_one_input, words_of
+from loopgraphs.nodes.parsing.critic import CheckedClaim
 from loopgraphs.nodes.parsing.self_ask import open_json_field, relevant_sentences
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -70,25 +71,24 @@ def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool
     }
 
 
-def evidence(claims: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evidence(claims: Sequence[CheckedClaim]) -> list[CheckedClaim]:
     """The claims with each observation cut to the sentences that bear on the claim."""
     return [
-        {
-            **item,
-            "observation": relevant_sentences(
-                str(item.get("observation", "")), str(item["claim"]), EVIDENCE_SENTENCES
-            ),
-        }
+        CheckedClaim(
+            claim=item["claim"],
+            tool=item["tool"],
+            tool_input=item["tool_input"],
+            observation=relevant_sentences(item["observation"], item["claim"], EVIDENCE_SENTENCES),
+            round=item["round"],
+        )
         for item in claims
     ]
 
 
-def revision_schema(
-    request: str, draft: str, claims: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
+def revision_schema(request: str, draft: str, claims: Sequence[CheckedClaim]) -> dict[str, Any]:
     """JSON schema of a guided revision: ``{"answer": ...}`` written from the words of the
     question, the draft, the evidence (as ``evidence`` shows it) and ``VERDICT_WORDS``."""
-    shown = " ".join(str(item.get("observation", "")) for item in claims)
+    shown = " ".join(item["observation"] for item in claims)
     words = words_of(request, draft, shown, VERDICT_WORDS)
     answer = grounded_string(words, most=REVISION_WORDS, end=".")
     return {

@@ -15,10 +15,11 @@ execution (``approve_plan``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypedDict
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
 from langgraph.graph import END, StateGraph
@@ -60,7 +61,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
-from loopgraphs.state import LoopState, OutputState, request_of
+from loopgraphs.state import LoopState, OutputState, Status, request_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MAX_ASKED = 7
@@ -121,11 +122,19 @@ def bounded(schema: type[_Steps], most: int) -> type[_Steps]:
     return with_bounds(schema, "steps", bounds)
 
 
+class StepResult(TypedDict):
+    """An executed step: its text, what its ReAct run answered and how that run ended."""
+
+    step: str
+    result: str
+    status: Status
+
+
 class PlanExecuteOutput(OutputState, total=False):
     """Output of Plan-and-Execute: the plan, each step's result, the steps executed."""
 
     plan: list[str]
-    step_results: list[dict[str, str]]
+    step_results: list[StepResult]
     current_step: int
 
 
@@ -167,7 +176,7 @@ def results_room(model: Any) -> int | None:
     return (window - reply) // 2 * CHARS_PER_TOKEN
 
 
-def results_text(results: Sequence[dict[str, str]], limit: int | None = None) -> str:
+def results_text(results: Sequence[StepResult], limit: int | None = None) -> str:
     """Earlier step results for a prompt, each cut to ``RESULT_CHARS``, in about ``limit``
     characters: when they do not fit, the results share the room evenly (each cut to its
     share) and, when a share would be under ``MIN_RESULT_CHARS``, the oldest are left out."""
@@ -190,9 +199,9 @@ def results_text(results: Sequence[dict[str, str]], limit: int | None = None) ->
     return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
 
 
-def step_failed(record: dict[str, str]) -> bool:
+def step_failed(record: StepResult) -> bool:
     """Whether a step did not do its work: it did not complete, or gave no result."""
-    return record.get("status") != "completed" or not record.get("result", "").strip()
+    return record["status"] != "completed" or not record["result"].strip()
 
 
 def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
@@ -232,17 +241,17 @@ def build_plan_execute(
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
-    options: Any = None,
+    options: Mapping[str, Any] | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
     react = ReactSubgraph(
         dataclasses.replace(settings, max_iterations=max_step_iterations), options or {}
     )
 
-    def plan_done(state: dict[str, Any]) -> bool:
+    def plan_done(state: PlanExecuteState) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])
 
-    def step_iterations(state: dict[str, Any], runtime: Runtime[Any]) -> int:
+    def step_iterations(state: PlanExecuteState, runtime: Runtime[Any]) -> int:
         """ReAct iterations the next step gets: an even share of the calls the run has left
         for its remaining steps (after the synthesis and the revisions that may still
         come), at most the run's ``max_iterations``; 0 when not even one iteration fits."""
@@ -265,14 +274,14 @@ def build_plan_execute(
         iterations = react.iterations(runtime, wanted)
         return iterations if iterations + overhead <= left else 0
 
-    def finished(state: dict[str, Any], runtime: Runtime[Any]) -> bool:
+    def finished(state: PlanExecuteState, runtime: Runtime[Any]) -> bool:
         return (
             plan_done(state)
             or not steps_left(state, EXECUTE_STEPS)
             or not step_iterations(state, runtime)
         )
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, Any]:
         return {
             "request": question_text(state.get("messages", [])),
             "plan": [],
@@ -280,7 +289,7 @@ def build_plan_execute(
             "current_step": 0,
         }
 
-    def plan(state: dict[str, Any], step: Step) -> Logic:
+    def plan(state: PlanExecuteState, step: Step) -> Logic:
         run = step.run
         high = min(PLAN_MAX_ASKED, max_steps)
 
@@ -307,7 +316,7 @@ def build_plan_execute(
         decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
 
-    def execute(state: dict[str, Any], step: Step) -> Logic:
+    def execute(state: PlanExecuteState, step: Step) -> Logic:
         iterations = step_iterations(state, step.runtime)
         if not iterations:
             return {}  # no calls left for a step: route_executed moves on to synthesize
@@ -325,11 +334,12 @@ def build_plan_execute(
                 step=steps[index],
             )
         out, spent = yield from react.run(step, state, [HumanMessage(prompt)], iterations)
-        status = out.get("status") or "error"
+        status: Status = out.get("status") or "error"
         result = str(out.get("answer") or "")
+        record = StepResult(step=steps[index], result=result, status=status)
         update: dict[str, Any] = {
             **spent,
-            "step_results": [*done, {"step": steps[index], "result": result, "status": status}],
+            "step_results": [*done, record],
             "current_step": index + 1,
         }
         if status == "error":
@@ -355,7 +365,7 @@ def build_plan_execute(
             work.append(AIMessage(text, name=settings.agent_name))
         return {**update, "answer": result, "messages": work}
 
-    def revise(state: dict[str, Any], step: Step) -> Logic:
+    def revise(state: PlanExecuteState, step: Step) -> Logic:
         run = step.run
         steps = list(state.get("plan") or [])
         index = state.get("current_step", 0)
@@ -384,7 +394,7 @@ def build_plan_execute(
             return result.state_update()
         return {**result.state_update(), "plan": steps[:index] + list(result.value.steps)[:room]}
 
-    def synthesize(state: dict[str, Any], step: Step) -> Logic:
+    def synthesize(state: PlanExecuteState, step: Step) -> Logic:
         run = step.run
         results = state.get("step_results") or []
         good = [r["result"] for r in results if not step_failed(r)]
@@ -410,7 +420,7 @@ def build_plan_execute(
             "messages": [answer_message(reply, answer)],
         }
 
-    def route_planned(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+    def route_planned(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
         if finished(state, runtime):
             return "synthesize"
         if not approve_plan:
@@ -418,19 +428,20 @@ def build_plan_execute(
         # review, then at least one step and the synthesis must fit
         return "review_plan" if steps_left(state, REVIEW_STEPS) else "synthesize"
 
-    def route_reviewed(state: dict[str, Any]) -> str:
+    def route_reviewed(state: PlanExecuteState) -> str:
         # No check of remaining_steps here: review_plan only runs with room for a step,
         # and LangGraph's update_state (used to settle a review) reports too few steps.
         # Nor of the calls left (no runtime then either): execute checks them.
         return "synthesize" if plan_done(state) else "execute"
 
-    def route_executed(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+    def route_executed(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
         if finished(state, runtime):
             return "synthesize"
-        failed = step_failed((state.get("step_results") or [{}])[-1])
+        results = state.get("step_results") or []
+        failed = not results or step_failed(results[-1])
         return "replan" if replan and failed else "execute"
 
-    def route_replanned(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+    def route_replanned(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
         return "synthesize" if finished(state, runtime) else "execute"
 
     builder = new_graph(
@@ -455,7 +466,7 @@ def build_plan_execute(
 
 
 def create_plan_execute_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     tools: ToolsArg = None,
     *,
     max_steps: int = 7,

@@ -10,9 +10,10 @@ as a separate streamed call.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -59,7 +60,7 @@ STEPS_TO_FINISH = 4
 
 def build_react(
     settings: LoopSettings,
-    options: Any = None,
+    options: Mapping[str, Any] | None = None,
     *,
     synthesize_answer: bool = False,
     agent_hooks: bool = True,
@@ -69,7 +70,7 @@ def build_react(
     around the outer loop, and the run also returns its ``scratch``, which says whether
     a hook ended it)."""
 
-    def select_tools(state: dict[str, Any], step: Step) -> Logic:
+    def select_tools(state: ReActState, step: Step) -> Logic:
         run = step.run
         allowed: Any = Literal[tuple(run.tools.names)]
         choice: type[BaseModel] = create_model(
@@ -86,7 +87,7 @@ def build_react(
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 
-    def generate(state: dict[str, Any], step: Step) -> Logic:
+    def generate(state: ReActState, step: Step) -> Logic:
         run = step.run
         scratch = scratch_of(state)
         if scratch.get("tool_ended"):
@@ -139,7 +140,7 @@ def build_react(
         return {**update, "status": "completed", "answer": reading.answer}
 
     def unread_reply(
-        state: dict[str, Any],
+        state: ReActState,
         run: LoopSettings,
         reply: AIMessage,
         iterations: int,
@@ -153,7 +154,7 @@ def build_react(
             return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
         return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
-    def final_answer(state: dict[str, Any], step: Step) -> Logic:
+    def final_answer(state: ReActState, step: Step) -> Logic:
         run = step.run
         ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
         update = yield from model_turn(
@@ -174,7 +175,7 @@ def build_react(
         reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
-    def synthesize(state: dict[str, Any], step: Step) -> Logic:
+    def synthesize(state: ReActState, step: Step) -> Logic:
         start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
         question = content_text(state["messages"][start - 1].content) if start else ""
@@ -189,20 +190,20 @@ def build_react(
         text = text or state.get("answer", "")
         return {**update, "answer": text, "messages": [answer_message(reply, text)]}
 
-    def turns_spent(state: dict[str, Any], run: LoopSettings) -> bool:
+    def turns_spent(state: ReActState, run: LoopSettings) -> bool:
         return (
             scratch_of(state).get("iterations", 0) >= run.max_iterations
             or not steps_left(state, STEPS_TO_FINISH)
             or tool_budget_spent(run, state)
         )
 
-    def needs_selection(state: dict[str, Any], run: LoopSettings) -> bool:
+    def needs_selection(state: ReActState, run: LoopSettings) -> bool:
         """Above 12 tools a run picks its tools first (before its first model turn)."""
         return len(run.tools) > TOOL_SELECTION_THRESHOLD and (
             "selected_tools" not in scratch_of(state)
         )
 
-    def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def route_generated(state: ReActState, runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") == "max_iterations":  # a reply cut again (see cut_reply)
             return END
         if state.get("status") == "completed":
@@ -287,7 +288,7 @@ def synthesis_trace(messages: Sequence[AnyMessage]) -> str:
 
 
 def create_react_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     tools: ToolsArg = None,
     *,
     max_iterations: int = 10,

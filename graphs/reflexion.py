@@ -17,8 +17,8 @@ turns in a row, which strict chat templates reject.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
@@ -65,7 +65,7 @@ class ReflexionOutput(OutputState, total=False):
 
     episode: int
     reflections: list[str]
-    evaluations: list[dict[str, Any]]
+    evaluations: list[Verdict]
     episode_answers: list[str]
 
 
@@ -88,11 +88,18 @@ class Evaluation(BaseModel):
     )
 
 
-def evaluation_record(evaluation: Evaluation | None) -> dict[str, Any]:
+class Verdict(TypedDict):
+    """The state record of an episode's evaluation."""
+
+    satisfactory: bool
+    feedback: str
+
+
+def evaluation_record(evaluation: Evaluation | None) -> Verdict:
     """The state record of a verdict; no verdict counts as not satisfactory."""
     if evaluation is None:
-        return {"satisfactory": False, "feedback": EVALUATION_FAILED}
-    return {"satisfactory": bool(evaluation.satisfactory), "feedback": evaluation.feedback.strip()}
+        return Verdict(satisfactory=False, feedback=EVALUATION_FAILED)
+    return Verdict(satisfactory=bool(evaluation.satisfactory), feedback=evaluation.feedback.strip())
 
 
 def evaluate_answer(
@@ -250,12 +257,12 @@ def episode_update(
 
 
 def build_reflexion(
-    settings: LoopSettings, *, max_reflections: int = 3, options: Any = None
+    settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, Any] | None = None
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, Any]:
         return {
             "request": question_text(state.get("messages", [])),
             "episode": 0,
@@ -264,7 +271,7 @@ def build_reflexion(
             "episode_answers": [],
         }
 
-    def generate(state: dict[str, Any], step: Step) -> Logic:
+    def generate(state: ReflexionState, step: Step) -> Logic:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
         out, spent = yield from react.run(step, state, episode_input)
@@ -290,7 +297,7 @@ def build_reflexion(
             answer = answer or (answers[-1] if answers else "")
         return {**update, "episode_answers": [*answers, answer], "answer": answer}
 
-    def evaluate(state: dict[str, Any], step: Step) -> Logic:
+    def evaluate(state: ReflexionState, step: Step) -> Logic:
         answer = state.get("answer", "")
         if answer.strip():
             verdict, result = yield from evaluate_answer(
@@ -298,7 +305,7 @@ def build_reflexion(
             )
             record, update = evaluation_record(verdict), result.state_update()
         else:  # nothing to judge: not satisfactory, and no call spent on it
-            record, update = {"satisfactory": False, "feedback": NO_ATTEMPT}, {}
+            record, update = Verdict(satisfactory=False, feedback=NO_ATTEMPT), {}
         update["evaluations"] = [*(state.get("evaluations") or []), record]
         if record["satisfactory"]:
             update["status"] = "completed"
@@ -306,7 +313,7 @@ def build_reflexion(
             update["status"] = "max_iterations"
         return update
 
-    def reflect(state: dict[str, Any], step: Step) -> Logic:
+    def reflect(state: ReflexionState, step: Step) -> Logic:
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(
@@ -328,7 +335,7 @@ def build_reflexion(
 
 
 def create_reflexion_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     tools: ToolsArg = None,
     *,
     max_reflections: int = 3,

@@ -14,8 +14,10 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -59,11 +61,6 @@ THOUGHT_TOKENS = 32
 THOUGHT_END = "\n\n"
 
 
-# The Send payload key of one ``expand`` task: its branch's thoughts and index. The rest of
-# the payload is the run's state, which the task's model requests carry.
-BRANCH = "branch"
-
-
 def proposal_settings(count: int) -> dict[str, Any]:
     """Request settings of a proposal of ``count`` thoughts on the embedded small model:
     ``THOUGHT_TOKENS`` per thought, and the reply ends where the list does (a blank line,
@@ -81,14 +78,34 @@ class Branch(TypedDict):
     score: float
 
 
+class Candidate(TypedDict):
+    """A next step proposed for a branch of the beam: the branch's thoughts with the new
+    one, its ``score`` (None until scored), the beam index of the branch it grew from
+    (``parent``), its place among that branch's proposals (``index``) and the answer it
+    reaches ("" if none)."""
+
+    thoughts: list[str]
+    score: float | None
+    parent: int
+    index: int
+    answer: str
+
+
+class Growing(TypedDict):
+    """The branch an ``expand`` task grows: its thoughts and its index in the beam."""
+
+    thoughts: list[str]
+    parent: int
+
+
 def extend_candidates(
-    left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None
-) -> list[dict[str, Any]]:
+    left: list[Candidate] | None, right: list[Candidate] | None
+) -> list[Candidate]:
     """Reducer: concurrent ``expand`` tasks add their (unscored) candidates; the scored
     candidates of a level replace them; ``None`` empties the list."""
     if right is None:
         return []
-    if right and all(c.get("score") is not None for c in right):
+    if right and all(c["score"] is not None for c in right):
         return right
     return [*(left or []), *right]
 
@@ -115,7 +132,7 @@ class ToTOutput(OutputState, total=False):
     problem: str
     branches: list[Branch]
     depth: int
-    candidates: Annotated[list[dict[str, Any]], extend_candidates]
+    candidates: Annotated[list[Candidate], extend_candidates]
     best_path: list[str]
     stop_reason: StopReason
 
@@ -124,6 +141,12 @@ class ToTState(ToTOutput, LoopState, total=False):
     """State of the Tree-of-Thoughts loop: the output plus failures of concurrent tasks."""
 
     failures: Annotated[list[str], add_failures]
+
+
+class Expansion(ToTState, total=False):
+    """What an ``expand`` task is sent: the run's state and the branch it grows."""
+
+    branch: Growing
 
 
 def call_budget(
@@ -149,12 +172,12 @@ def build_tot(
     max_depth: int,
     scoring: str,
     generation: str,
-    options: Any = None,
+    options: Mapping[str, Any] | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: ToTState, run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
@@ -172,10 +195,10 @@ def build_tot(
                 update["status"] = "max_iterations"
         return update
 
-    def expand(payload: dict[str, Any], step: Step) -> Logic:
+    def expand(payload: Expansion, step: Step) -> Logic:
         run = step.run
-        state = {key: value for key, value in payload.items() if key != BRANCH}
-        branch = payload[BRANCH]
+        state = {key: value for key, value in payload.items() if key != "branch"}
+        branch = payload["branch"]
         problem = request_of(state)
         ask = step.ask(state)
         form = Form(prompts.TOT_SYSTEM)
@@ -219,18 +242,18 @@ def build_tot(
                 if text
             ]
         candidates = [
-            {
-                "thoughts": [*path, thought],
-                "score": None,
-                "parent": branch["parent"],
-                "index": index,
-                "answer": "" if cut else answer_in(thought),
-            }
+            Candidate(
+                thoughts=[*path, thought],
+                score=None,
+                parent=branch["parent"],
+                index=index,
+                answer="" if cut else answer_in(thought) or "",
+            )
             for index, thought in enumerate(thoughts)
         ]
         return {**update, "candidates": candidates}
 
-    def score_branches(state: dict[str, Any], step: Step) -> Logic:
+    def score_branches(state: ToTState, step: Step) -> Logic:
         depth = state.get("depth", 0) + 1
         candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
         for candidate in candidates:
@@ -256,10 +279,12 @@ def build_tot(
             scores, update = yield from score_all(ask, request_of(state), paths)
         else:
             scores, update = yield from score_each(ask, request_of(state), paths)
-        scored = [{**c, "score": float(s)} for c, s in zip(candidates, scores, strict=True)]
-        order = sorted(range(len(scored)), key=lambda i: -scored[i]["score"])
+        scored = [
+            Candidate(**{**c, "score": float(s)}) for c, s in zip(candidates, scores, strict=True)
+        ]
+        order = sorted(range(len(scored)), key=lambda i: -float(scores[i]))
         beam = [
-            Branch(thoughts=scored[i]["thoughts"], score=scored[i]["score"])
+            Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
             for i in order[:beam_width]
         ]
         result: dict[str, Any] = {
@@ -274,7 +299,7 @@ def build_tot(
             return {**result, "candidates": scored, "stop_reason": "step_limit"}
         return {**result, "candidates": None}
 
-    def final_answer(state: dict[str, Any], step: Step) -> Logic:
+    def final_answer(state: ToTState, step: Step) -> Logic:
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
@@ -301,7 +326,7 @@ def build_tot(
         """Guard a concurrent task: its error becomes a failure record, not a status write."""
         guarded = guard(logic, policy)
 
-        def run(state: dict[str, Any], step: Step) -> Logic:
+        def run(state: ToTState, step: Step) -> Logic:
             update = yield from guarded(state, step)
             if update.get("status") == "error":
                 return {
@@ -313,11 +338,13 @@ def build_tot(
 
         return run
 
-    def expansions(state: dict[str, Any]) -> list[Send]:
+    def expansions(state: ToTState) -> list[Send]:
         """One ``expand`` task per branch of the beam, each given the run's state (as the
         ``before_model`` hooks left it) and its branch."""
         return [
-            Send("expand", {**state, BRANCH: {"thoughts": branch["thoughts"], "parent": i}})
+            Send(
+                "expand", Expansion(**state, branch=Growing(thoughts=branch["thoughts"], parent=i))
+            )
             for i, branch in enumerate(state.get("branches") or [])
         ]
 
@@ -325,7 +352,7 @@ def build_tot(
     # the tasks (see ``LoopGraph.add_model_step``).
     hooked = bool(settings.middleware.with_hook("before_model"))
 
-    def next_level(state: dict[str, Any]) -> str | list[Send]:
+    def next_level(state: ToTState) -> str | list[Send]:
         """Expand the beam again, or answer once the search has stopped (after ``prepare``
         the only stop reason is "step_limit")."""
         if state.get("status") != "running":
@@ -351,7 +378,7 @@ def build_tot(
 
 
 def create_tot_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     *,
     n_branches: int = 3,
     beam_width: int = 2,

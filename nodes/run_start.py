@@ -24,7 +24,7 @@ from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import run_defaults, start_run
 
 # A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
-Opening = Callable[[dict[str, Any], LoopSettings], dict[str, Any]]
+Opening = Callable[[Any, LoopSettings], dict[str, Any]]
 
 
 def add_start(

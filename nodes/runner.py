@@ -97,7 +97,7 @@ def _capture(func: Callable[..., Any], *args: Any) -> Any:
 
 Logic = Generator[Request, Any, dict[str, Any]]
 # A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
-LogicFactory = Callable[[dict[str, Any], Step], Logic]
+LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
 NodeLogic = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
 

@@ -7,6 +7,7 @@ tool result."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from loopgraphs.nodes.answer_check import (
 )
 from loopgraphs.nodes.parsing.text import content_text
 from tests.compat.middleware_support import call, calls
-from tests.scripts import MODES, final, model_for
+from tests.scripts import MODES, act, final, model_for
 
 TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
 LOOP_MODES = [(loop, mode) for loop in TOOL_LOOPS for mode in MODES] + [
@@ -94,43 +95,59 @@ def test_a_model_copying_an_earlier_tool_result_gives_no_answer(loop, mode):
     _no_answer(out)
 
 
-FOUND = call("search", {"query": "Harrowby mill"})
-SELF_ASK_CALL = "Are follow up questions needed here? Yes.\nFollow up: When did it open?"
-OWN_RESULT_SCRIPTS: dict[str, list[Any]] = {
-    "react": [calls(FOUND), NOTHING_FOUND],
-    "plan_execute": [calls(call("Plan", {"steps": ["look it up"]})), calls(FOUND), NOTHING_FOUND],
-    "reflexion": [
-        calls(FOUND),
-        NOTHING_FOUND,
-        calls(call("Evaluation", {"satisfactory": True, "feedback": ""})),
-    ],
-    "self_ask": [calls(FOUND, content=SELF_ASK_CALL), f"So the final answer is: {NOTHING_FOUND}"],
-}
+SEARCH_ARGS = {"query": "Harrowby mill"}
+FOLLOW_UP = "Are follow up questions needed here? Yes.\nFollow up: When did the mill open?"
+CLAIM = {"claim": "it opened in 1980", "tool": "search", "tool_input": {"query": "1980"}}
 
 
-@pytest.mark.parametrize("loop", list(OWN_RESULT_SCRIPTS))
-def test_a_tool_result_of_the_run_copied_as_the_answer_is_no_answer(loop):
-    """The loop calls the tool, then answers with its result, word for word."""
-    graph, _ = _build(loop, "native", OWN_RESULT_SCRIPTS[loop])
-    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
-    _no_answer(out)
-    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert results and NOTHING_FOUND in content_text(results[0].content)
+def _structured(mode: str, name: str, value: dict[str, Any]) -> Any:
+    """A structured reply: a native call of the schema's tool, else the JSON itself."""
+    return calls(call(name, value)) if mode == "native" else json.dumps(value)
 
 
-def test_a_critic_revision_copying_the_check_keeps_the_earlier_draft():
-    """CRITIC checks its draft; the revision is the tool result copied whole. The draft
-    the model wrote stands as the answer."""
-    claim = {"claim": "it opened in 1980", "tool": "search", "tool_input": {"query": "1980"}}
-    script = [
+def _own_result_script(loop: str, mode: str) -> list[Any]:
+    """The loop calls ``search`` once, then answers with its result word for word."""
+    looked_up = act(mode, "search", SEARCH_ARGS)
+    copied = final(mode, NOTHING_FOUND)
+    if loop == "react":
+        return [looked_up, copied]
+    if loop == "plan_execute":
+        return [
+            _structured(mode, "Plan", {"steps": ["look it up"]}),
+            looked_up,
+            copied,
+            NOTHING_FOUND,
+        ]
+    if loop == "reflexion":
+        verdict = {"satisfactory": True, "feedback": ""}
+        return [looked_up, copied, _structured(mode, "Evaluation", verdict)]
+    if loop == "self_ask":
+        asked = calls(call("search", SEARCH_ARGS), content=FOLLOW_UP)
+        return [
+            asked if mode == "native" else FOLLOW_UP,
+            f"So the final answer is: {NOTHING_FOUND}",
+        ]
+    critique = {"verified": False, "claims": [CLAIM]}
+    return [
         "The mill opened in 1980.",
-        calls(call("CritiqueReport", {"verified": False, "claims": [claim]})),
+        _structured(mode, "CritiqueReport", critique),
         NOTHING_FOUND,
     ]
-    graph, _ = _build("critic", "native", script)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_tool_result_of_the_run_copied_as_the_answer_is_not_the_answer(loop, mode):
+    """The loop calls the tool, then answers with its result, word for word: the run ends
+    without an answer, except CRITIC, whose checked draft (the model's) stands."""
+    graph, _ = _build(loop, mode, _own_result_script(loop, mode))
     out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
-    assert out["answer"] == "The mill opened in 1980."
-    assert NOTHING_FOUND not in out["answer"]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert results and NOTHING_FOUND in content_text(results[0].content)
+    if loop == "critic":
+        assert out["answer"] == "The mill opened in 1980."
+    else:
+        _no_answer(out)
 
 
 def test_a_cot_reply_reading_back_the_reask_prompt_is_no_answer():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
 from loopgraphs.nodes.parsing.text import clip, tidy
@@ -20,16 +20,36 @@ VERIFIED_WORD_RE = re.compile(r"(?<![A-Za-z])(?<![Nn][Oo][Tt] )VERIFIED\b")
 MAX_CLAIMS = 10
 
 
+ToolInput = dict[str, Any] | str
+"""A tool's input as a critique gives it: the tool's arguments, or one text."""
+
+
+class Claim(TypedDict):
+    """A claim of a draft to check: its text, the tool that checks it and its input."""
+
+    claim: str
+    tool: str
+    tool_input: ToolInput
+
+
+class CheckedClaim(Claim):
+    """A claim checked: the check as it ran (a reviewer may have edited it), the tool's
+    result (or the rejection) and the round of critique that made it."""
+
+    observation: str
+    round: int
+
+
 @dataclass
 class Critique:
     """A parsed critique: ``verified`` (the draft was accepted as it is) and the claims
-    to check, each ``{"claim", "tool", "tool_input"}``."""
+    to check."""
 
     verified: bool = False
-    claims: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
 
 
-def make_claim(claim: Any, tool: Any, tool_input: Any) -> dict[str, Any] | None:
+def make_claim(claim: Any, tool: Any, tool_input: Any) -> Claim | None:
     """A claim to check as ``{"claim", "tool", "tool_input"}``, or None without a tool.
 
     A missing input becomes the claim's text; ``TOOL: search(eiffel tower)`` is split
@@ -39,7 +59,7 @@ def make_claim(claim: Any, tool: Any, tool_input: Any) -> dict[str, Any] | None:
     if not name:
         return None
     text = tidy(str(claim or ""))
-    value: dict[str, Any] | str
+    value: ToolInput
     if isinstance(tool_input, dict):
         value = tool_input
     elif tool_input is None or not str(tool_input).strip():
@@ -58,8 +78,8 @@ def make_claim(claim: Any, tool: Any, tool_input: Any) -> dict[str, Any] | None:
     }
 
 
-def _claim_blocks(text: str) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _claim_blocks(text: str) -> list[Claim]:
+    blocks: list[Claim] = []
     current: dict[str, list[str]] | None = None
     collecting: str | None = None
     depth = 0
