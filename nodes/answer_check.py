@@ -82,9 +82,21 @@ def prompt_runs() -> frozenset[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1)
-def _slots() -> frozenset[tuple[str, ...]]:
-    """The words of the prompts' answer slots: ``<the final answer>``, ``<answer>``..."""
-    return frozenset(words(slot) for text in _prompt_texts() for slot in _SLOT.findall(text))
+def _slots() -> frozenset[str]:
+    """The prompts' slots for the model to fill: ``<the final answer>``, ``<answer>``..."""
+    return frozenset(slot for text in _prompt_texts() for slot in _SLOT.findall(text))
+
+
+def _fills_nothing(answer: str) -> bool:
+    """Whether the answer is a prompt's slot left unfilled: ``<answer>`` as written, or the
+    words of a slot of two words or more ("the final answer")."""
+    said = words(answer)
+    for slot in _slots():
+        if answer.strip().strip(".") == f"<{slot}>":
+            return True
+        if len(words(slot)) > 1 and said == words(slot):
+            return True
+    return False
 
 
 def _within(part: Sequence[str], whole: Sequence[str]) -> int:
@@ -118,7 +130,7 @@ def echoes_prompt(answer: str) -> bool:
     if not said:
         return False
     runs = prompt_runs()
-    if any(run in runs for run in _runs(said, ECHO_WORDS)) or said in _slots():
+    if any(run in runs for run in _runs(said, ECHO_WORDS)) or _fills_nothing(answer):
         return True
     pieces = _prompt_pieces()
     if len(said) >= ECHO_WORDS - 1 and any(_within(said, p) >= 0 for ps in pieces for p in ps):

@@ -191,6 +191,7 @@ def test_prompt_text_is_found_wherever_it_stands():
     filled = prompts.SYNTHESIZE_USER.format(question="Q?", trace="Step 1: x", draft="d")
     assert echoes_prompt(filled)
     assert echoes_prompt("<the final answer>.") and echoes_prompt("followed only by the answer.")
+    assert echoes_prompt("<answer>") and not echoes_prompt("answer")
     # A worked example's names may be a real answer to a question about them.
     assert not echoes_prompt("J. R. R. Tolkien") and not echoes_prompt("1892")
 
