@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
-from typing_extensions import Unpack
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD

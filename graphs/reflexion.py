@@ -18,7 +18,7 @@ turns in a row, which strict chat templates reject.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
@@ -26,7 +26,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import Unpack
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
 from loopgraphs.nodes.parsing.text import clip, tidy
