@@ -183,10 +183,26 @@ def is_managed(marker: Any) -> bool:
     return bool(is_managed_value(marker))
 
 
+def is_cut_reply_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is OpenAI's error for a structured reply cut at ``max_tokens``.
+
+    Not an internal: ``openai.LengthFinishReasonError`` is public, and langchain-openai
+    lets it escape a structured-output call (LangChain has no exception of its own for
+    it). Looked up when an error is raised, so that importing loopgraphs does not import
+    the OpenAI SDK, which may not be installed: then no such error is raised either.
+    """
+    try:
+        from openai import LengthFinishReasonError
+    except ImportError:
+        return False
+    return isinstance(exc, LengthFinishReasonError)
+
+
 __all__ = [
     "Channels",
     "declared_jumps",
     "has_reducer",
+    "is_cut_reply_error",
     "is_managed",
     "omits_from",
     "reduced",
