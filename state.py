@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.channels.base import BaseChannel
-from langgraph.channels.last_value import LastValue
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
+from loopgraphs.internals import Channels, reduced, takes_last_write
 from loopgraphs.nodes.parsing.text import question_text
 
 Status = Literal["running", "completed", "max_iterations", "error"]
@@ -304,7 +303,7 @@ def start_run(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
 
 
 def state_after(
-    channels: Mapping[str, BaseChannel], state: Mapping[str, Any], outputs: Sequence[Any]
+    channels: Channels, state: Mapping[str, Any], outputs: Sequence[Any]
 ) -> dict[str, Any]:
     """The state as a node's ``outputs`` (its update and commands) leave it, for what the
     node decides after them (its router, say): each key written goes through its
@@ -319,17 +318,14 @@ def state_after(
             written.setdefault(key, []).append(value)
     after = dict(state)
     for key, values in written.items():
-        spec = channels.get(key)
-        if spec is None or isinstance(spec, LastValue):
+        if takes_last_write(channels, key):
             after[key] = values[-1]
             continue
         appended = _appended(state.get(key), values) if key == "messages" else None
         if appended is not None:
             after[key] = appended
             continue
-        channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
-        channel.update(values)
-        after[key] = channel.get() if channel.is_available() else None
+        after[key] = reduced(channels, key, state, values)
     return after
 
 

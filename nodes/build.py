@@ -14,17 +14,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import typing_extensions
-from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.managed.base import is_managed_value
 from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
+from loopgraphs.internals import is_managed, omits_from
 from loopgraphs.nodes.hooks import LoopGraph, wire
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route
@@ -61,7 +60,7 @@ def merged(
         fields = {
             key: hint
             for key, hint in fields.items()
-            if not any(is_managed_value(m) for m in _metadata(hint))
+            if not any(is_managed(m) for m in _metadata(hint))
         }
     return TypedDict(name, fields, total=False)  # type: ignore[operator]
 
@@ -80,8 +79,7 @@ def middleware_fields(options: Mapping[str, Any], *, leave_out: str = "") -> dic
         for key, hint in _fields(middleware.state_schema).items():
             if key in AGENT_STATE_FIELDS:
                 continue
-            omitted = [m for m in _metadata(hint) if isinstance(m, OmitFromSchema)]
-            if leave_out and any(getattr(m, leave_out) for m in omitted):
+            if leave_out and any(omits_from(m, leave_out) for m in _metadata(hint)):
                 continue
             fields[key] = hint
     return fields
@@ -122,7 +120,7 @@ def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
     can read and update them."""
     own = set(_fields(OutputState)) | set(_fields(InputState)) | {"jump_to"}
     hints = {**middleware_fields(options), **_fields(options.get("state_schema"))}
-    managed = {k for k, hint in hints.items() if any(map(is_managed_value, _metadata(hint)))}
+    managed = {k for k, hint in hints.items() if any(map(is_managed, _metadata(hint)))}
     keys = [*_fields(options.get("state_schema")), *middleware_fields(options)]
     return tuple(dict.fromkeys(key for key in keys if key not in own | managed))
 

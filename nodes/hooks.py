@@ -33,14 +33,15 @@ from typing import Any
 
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.channels.base import BaseChannel
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
+from loopgraphs.internals import Channels, declared_jumps, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.nodes.runner import RunnableCallable, keeps_totals, node_callable, takes_runtime
+from loopgraphs.nodes.runner import keeps_totals, node_callable, takes_runtime
 from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"
@@ -52,9 +53,9 @@ def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
     for name in (hook, f"a{hook}"):
         method = getattr(type(middleware), name, None)
         if method is not None and method is not getattr(AgentMiddleware, name, None):
-            declared = getattr(method, "__can_jump_to__", None)
+            declared = declared_jumps(method)
             if declared:
-                return list(declared)
+                return declared
     return []
 
 
@@ -62,8 +63,8 @@ def _hook_node(
     middleware: AgentMiddleware[Any, Any],
     hook: str,
     *,
-    settles: Mapping[str, BaseChannel] | None = None,
-) -> RunnableCallable:
+    settles: Channels | None = None,
+) -> Runnable[Any, Any]:
     """A node running one hook: the sync method under ``invoke``, the async one under
     ``ainvoke`` (a hook defined only sync runs in a worker thread there, as in
     create_agent). With ``settles`` (the graph's channels) the node also reads a finished
@@ -82,7 +83,7 @@ AsyncHook = Callable[[Any, Any], Awaitable[Any]]
 
 
 def _settling(
-    sync: Hook | None, asynchronous: AsyncHook | None, channels: Mapping[str, BaseChannel]
+    sync: Hook | None, asynchronous: AsyncHook | None, channels: Channels
 ) -> tuple[Hook | None, AsyncHook | None]:
     """A hook's sync and async methods, each followed by ``_settled``."""
 
@@ -131,9 +132,7 @@ def _closed(update: Any) -> Any:
     return {**update, "scratch": {**(update.get("scratch") or {}), "hook_ended": True}}
 
 
-def _settled(
-    channels: Mapping[str, BaseChannel], state: dict[str, Any], update: Any
-) -> dict[str, Any]:
+def _settled(channels: Channels, state: dict[str, Any], update: Any) -> dict[str, Any]:
     """A hook's update, with the run's answer read again from the last message when the
     run has finished (the hook may have rewritten the reply: a PII redaction, say)."""
     update = dict(update or {})
@@ -269,7 +268,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
         after_names = [f"{m.name}.after_model{suffix}" for m in after]
         for index, (m, name) in enumerate(zip(after, after_names, strict=True)):
             # The last hook to run reads the answer again after its update (``_settled``).
-            settles = self.channels if settles_answer and index == 0 else None
+            settles = state_channels(self) if settles_answer and index == 0 else None
             StateGraph.add_node(self, name, _hook_node(m, "after_model", settles=settles))
         if after_names:
             StateGraph.add_edge(self, step, after_names[-1])
@@ -343,7 +342,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             return fan_out(state) if fan_out is not None else default
 
         destinations = [default, *(targets[j] for j in jumps if j in targets)]
-        path = RunnableCallable(jump, None, name=f"{source}.jump", trace=False)  # pragma: no mutate
+        path = untraced_callable(jump, None, name=f"{source}.jump")  # pragma: no mutate
         StateGraph.add_conditional_edges(self, source, path, list(dict.fromkeys(destinations)))
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
@@ -382,7 +381,7 @@ class LoopGraph(StateGraph[Any, Any, Any, Any]):
             def leave(state: dict[str, Any]) -> str:
                 return wiring.jumped(start_key, state) or default
 
-            path = RunnableCallable(leave, None, name=f"{start_key}.jump", trace=False)
+            path = untraced_callable(leave, None, name=f"{start_key}.jump")
             destinations = list(dict.fromkeys([default, *targets.values()]))
             super().add_conditional_edges(wiring.exit(start_key), path, destinations)
             return self
@@ -425,7 +424,7 @@ def _mapped_router(router: Any, wiring: Wiring) -> Any:
 _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
 
 
-def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> RunnableCallable:
+def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnable[Any, Any]:
     """The node a jump to ``"end"`` goes to: the run ends with the transcript's last
     answer (``completed`` when the last message is an answer, else ``max_iterations``).
     With ``stopped`` (a ``before_model`` hook's jump: the model was not let answer), and
@@ -460,7 +459,7 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
             update = settle_answer(state, update)  # given one must be the model's own
         return {**resets, **update} if new_run else update
 
-    return RunnableCallable(finish, None, name=STOPPED if stopped else FINISH, trace=False)
+    return untraced_callable(finish, None, name=STOPPED if stopped else FINISH)
 
 
 def _before_closing(messages: list[Any], closing: AIMessage | None) -> list[Any]:

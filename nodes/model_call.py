@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, Form, prepare
 from loopgraphs.nodes.parsing.text import content_text
@@ -191,7 +192,7 @@ def _truncated_reply(exc: Exception, spent: Spent) -> AIMessage:
     the model class lacks the form).
     """
     completion = getattr(exc, "completion", None)
-    if type(exc).__name__ != "LengthFinishReasonError" or completion is None:
+    if not is_cut_reply_error(exc) or completion is None:
         if not isinstance(exc, NotImplementedError):
             spent.calls += 1
         raise exc

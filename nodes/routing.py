@@ -19,8 +19,9 @@ from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from loopgraphs.internals import state_channels, untraced_callable
 from loopgraphs.nodes.hooks import Wiring
-from loopgraphs.nodes.runner import LogicFactory, RunnableCallable, add_step, takes_runtime
+from loopgraphs.nodes.runner import LogicFactory, add_step, takes_runtime
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import scratch_of, state_after
 
@@ -54,7 +55,7 @@ def route(
         guarded = _through_hooks(guarded, wiring, source)
         targets = [*targets, *wiring.jump_targets(source).values()]
     name = getattr(router, "__name__", None) or f"route_{source}"  # a partial has none
-    path = RunnableCallable(guarded, None, name=name, trace=False)  # pragma: no mutate
+    path = untraced_callable(guarded, None, name=name)  # pragma: no mutate
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 
 
@@ -97,7 +98,7 @@ def chosen_step(
     ``router``, its answers leading through the middleware's hook nodes."""
     wiring: Wiring | None = getattr(builder, "wiring", None)
     wants_runtime = takes_runtime(router)
-    channels = builder.channels
+    channels = state_channels(builder)
 
     def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: Runtime[Any]) -> Any:
         after = state_after(channels, state, outputs)

@@ -20,16 +20,11 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
-
-# LangGraph's node callable: a sync and an async path in one node, untraced, the config
-# and runtime passed by parameter name. No public class does all of this (RunnableLambda
-# traces each call as a child run), so loopgraphs imports it here and nowhere else.
-from langgraph._internal._runnable import RunnableCallable
-from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
 
+from loopgraphs.internals import has_reducer, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.errors import (
     describe_error,
@@ -174,13 +169,13 @@ def takes_runtime(router: Callable[..., Any]) -> bool:
 
 def node_callable(
     sync: Callable[..., Any] | None, asynchronous: Callable[..., Any] | None, *, name: str
-) -> RunnableCallable:
+) -> Runnable[Any, Any]:
     """A graph node from a sync and (or) an async function taking the state and any of
     ``config``/``runtime`` by name, as LangGraph passes them. On Python 3.10 the async
     path (a sync-only function runs in a worker thread there) has the node's config as the
     current one, so that an ``interrupt()`` in it works, as from 3.11."""
     if not PASS_ASYNC_CONFIG:
-        return RunnableCallable(sync, asynchronous, name=name, trace=False)
+        return untraced_callable(sync, asynchronous, name=name)
     target = asynchronous or sync
     assert target is not None
     wanted = set(inspect.signature(target).parameters)
@@ -199,7 +194,7 @@ def node_callable(
             call = functools.partial(plain, state, config, runtime)
             return await asyncio.to_thread(contextvars.copy_context().run, call)
 
-    return RunnableCallable(plain if sync else None, in_config, name=name, trace=False)
+    return untraced_callable(plain if sync else None, in_config, name=name)
 
 
 def as_node(
@@ -211,7 +206,7 @@ def as_node(
     totals: bool = False,
     subgraph: Runnable[Any, Any] | None = None,
     next_step: NextStep | None = None,
-) -> RunnableCallable:
+) -> Runnable[Any, Any]:
     """Turn generator logic ``logic(state, step)`` into a graph node.
 
     The node resolves the run's settings once when it starts (``settings.for_run`` with
@@ -232,10 +227,6 @@ def as_node(
     run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
 
     def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
-        # Reading ``subgraph`` here is what shows it: LangGraph finds a node's subgraph
-        # (for xray drawings and ``get_state(subgraphs=True)``) among the names its
-        # function reads.
-        assert subgraph is None or subgraph is not run
         commands: list[Command[Any]] = []
         update = run_sync(run(state, config, runtime), config, commands)
         return written(state, update, commands, runtime)
@@ -260,7 +251,7 @@ def as_node(
             commands = [*commands, Command(goto=goto)]
         return [update, *commands] if commands else update
 
-    return RunnableCallable(sync_node, async_node, name=name, trace=False)
+    return untraced_callable(sync_node, async_node, name=name, subgraph=subgraph)
 
 
 def add_step(
@@ -298,7 +289,7 @@ def add_step(
 def keeps_totals(builder: StateGraph[Any, Any, Any, Any]) -> bool:
     """Whether the graph's counters hold running totals (no reducer adds the steps'
     counts up; see ``loopgraphs.state.TotalsOutput``)."""
-    return not isinstance(builder.channels.get("llm_calls"), BinaryOperatorAggregate)
+    return not has_reducer(state_channels(builder), "llm_calls")
 
 
 def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:

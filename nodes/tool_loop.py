@@ -14,7 +14,7 @@ from langchain_core.messages import (
     AnyMessage,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -22,7 +22,7 @@ from langgraph.types import Send
 from loopgraphs.nodes.call_tool import earlier_calls, run_calls
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
-from loopgraphs.nodes.runner import RunnableCallable, node_callable
+from loopgraphs.nodes.runner import node_callable
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
 from loopgraphs.state import scratch_of
@@ -69,7 +69,7 @@ def _running_config() -> RunnableConfig | None:
         return None
 
 
-def review_node(settings: LoopSettings) -> RunnableCallable:
+def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
     """The ``review`` node: it pauses for human review of the last reply's flagged tool
     calls (``interrupt_before_tools``)."""
 

@@ -27,12 +27,13 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
+from loopgraphs.internals import runs_in_thread_when_awaited, untraced_callable
 from loopgraphs.nodes.call_tool import (
     ToolGuard,
     make_tool_node,
@@ -40,7 +41,6 @@ from loopgraphs.nodes.call_tool import (
 )
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.nodes.run_context import load_context
-from loopgraphs.nodes.runner import RunnableCallable
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -76,7 +76,7 @@ class ToolStep:
             self._nodes[key] = make_tool_node(self.guard_for(run))
         return self._nodes[key]
 
-    def graph_node(self, name: str = "call_tool") -> RunnableCallable:
+    def graph_node(self, name: str = "call_tool") -> Runnable[Any, Any]:
         """The node running tool calls: a step of the reply's pending calls (the state) or
         one call sent to it on its own (``Send(name, [call])``, as ReAct does, so that an
         interrupt in one call leaves the finished ones done). It runs them through the
@@ -94,7 +94,7 @@ class ToolStep:
             output = await self.node_for(run).ainvoke(input, config)
             return _noted_human(_return_direct(run, output))
 
-        return RunnableCallable(call_tool, acall_tool, name=name, trace=False)  # pragma: no mutate
+        return untraced_callable(call_tool, acall_tool, name=name)  # pragma: no mutate
 
 
 def _async_only(tool: Any) -> bool:
@@ -171,8 +171,7 @@ def _sync_function(tool: Any) -> bool:
     in a worker thread): it has no async implementation of its own."""
     if tool is None:  # an unknown tool: the guard answers without running anything
         return True
-    runs_sync = type(tool)._arun in (BaseTool._arun, StructuredTool._arun, Tool._arun)
-    return runs_sync and getattr(tool, "coroutine", None) is None
+    return runs_in_thread_when_awaited(tool)
 
 
 @lru_cache(maxsize=64)

@@ -7,6 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+import openai
 import pytest
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ModelResponse
@@ -32,11 +33,12 @@ def drive(call: Any, path: str) -> Outcome:
 PATHS = ["invoke", "ainvoke"]
 
 
-class LengthFinishReasonError(Exception):
-    """Shaped like openai's error for a structured reply cut at ``max_tokens``."""
+class LengthFinishReasonError(openai.LengthFinishReasonError):
+    """openai's error for a structured reply cut at ``max_tokens``, its completion holding
+    only what is read of it."""
 
     def __init__(self, content: str | None, usage: Any = None) -> None:
-        super().__init__("length limit reached")
+        Exception.__init__(self, "length limit reached")
         message = SimpleNamespace(content=content)
         self.completion = SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=usage)
 
@@ -84,7 +86,7 @@ def test_a_cut_reply_without_text_or_usage_counts_nothing_but_the_request(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_failure_escapes_counted_as_a_request_sent(path):
-    # An error of that name but without a completion is an ordinary failure.
+    # That error without a completion is an ordinary failure.
     for exc in (KeyError("x"), LengthFinishReasonError.__new__(LengthFinishReasonError)):
         with pytest.raises(type(exc)) as caught:
             drive(Asker(raising(exc)).call([]), path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import openai
 import pytest
 from langchain_core.runnables import RunnableLambda
 
@@ -11,11 +12,12 @@ from loopgraphs.nodes.errors import failed_calls
 from loopgraphs.nodes.model_call import Asker
 
 
-class LengthFinishReasonError(Exception):
-    """Shaped like openai's error for a structured reply cut at max_tokens."""
+class LengthFinishReasonError(openai.LengthFinishReasonError):
+    """openai's error for a structured reply cut at max_tokens, its completion holding only
+    what is read of it."""
 
     def __init__(self) -> None:
-        super().__init__("length limit reached")
+        Exception.__init__(self, "length limit reached")
         usage = SimpleNamespace(
             prompt_tokens=40,
             completion_tokens=8,
