@@ -55,7 +55,7 @@ eval: $(DEV_STAMP)
 
 # The documentation site (docs/mkdocs.yml, pages in docs/pages/) into build/site.
 docs: $(DEV_STAMP)
-	$(BIN)/mkdocs build --strict -f docs/mkdocs.yml
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml
 
 # Mutation testing of the guarantee modules, each against its own tests (build/mutation/);
 # MUTATE_ARGS="--group approval" runs one group, "--report" reprints the last results.
