@@ -26,14 +26,14 @@ def on_config(config: Any) -> Any:
     """Link the package's modules and subpackages into build/docs/loopgraphs/."""
     package = ROOT / "build" / "docs" / "loopgraphs"
     package.mkdir(parents=True, exist_ok=True)
+    for link in package.iterdir():  # made afresh: a module may have become a package
+        link.unlink()
     for path in sorted(ROOT.iterdir()):
         is_module = path.suffix == ".py" and path.is_file()
         is_package = path.is_dir() and (path / "__init__.py").is_file()
-        if path.name in NOT_PACKAGE or not (is_module or is_package):
-            continue
-        link = package / path.name
-        if not link.is_symlink():
-            link.symlink_to(path, target_is_directory=is_package)
+        if path.name not in NOT_PACKAGE and (is_module or is_package):
+            target = Path("..", "..", "..", path.name)
+            (package / path.name).symlink_to(target, target_is_directory=is_package)
     return config
 
 
