@@ -7,7 +7,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 STUDIO_STAMP := $(VENV)/.studio-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: demo studio test lint format bench eval clean mutate
+.PHONY: demo studio test lint format bench eval clean mutate docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ $(STUDIO_STAMP): pyproject.toml $(DEMO_STAMP)
 	touch $@
 
 $(DEV_STAMP): pyproject.toml $(DEMO_STAMP)
-	$(PY) -m pip install -q -e ".[local,studio,dev,postgres,eval]"
+	$(PY) -m pip install -q -e ".[local,studio,dev,postgres,eval,docs]"
 	touch $@
 
 demo: $(DEMO_STAMP)
@@ -52,6 +52,10 @@ bench: $(DEV_STAMP)
 
 eval: $(DEV_STAMP)
 	$(BIN)/loopgraphs eval --limit 10
+
+# The documentation site (docs/mkdocs.yml, pages in docs/pages/) into build/site.
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -f docs/mkdocs.yml
 
 # Mutation testing of the guarantee modules, each against its own tests (build/mutation/);
 # MUTATE_ARGS="--group approval" runs one group, "--report" reprints the last results.
