@@ -1,7 +1,7 @@
 """Every use loopgraphs makes of LangGraph's and LangChain's internals, in one place.
 
 Each function here stands in for a public API the libraries lack; its comment says what is
-missing and what the function assumes of the installed release. ``tests/test_internals.py``
+missing and what the function assumes of the installed release. ``tests/unit/test_internals.py``
 checks each assumption against the installed versions, so that a release that breaks one
 fails there first, and checks that no other module of the package reaches past these
 functions (no ``_internal`` import, no private attribute).

@@ -24,8 +24,8 @@ from langchain_core.messages import AIMessage
 
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.toolkits import calculator
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, model_for
 
 # ---------------------------------------------------------------- loops and budgets
 
@@ -86,7 +86,7 @@ def loop_mode_params() -> list[Any]:
 def case_of(name: str) -> LoopCase:
     if name not in LOOP_CASES:
         pytest.fail(
-            f"loop {name!r} is registered but has no budget in tests/test_adversarial.py "
+            f"loop {name!r} is registered but has no budget in tests/behaviour/test_adversarial.py "
             "LOOP_CASES: add its small options and its documented call budget"
         )
     return LOOP_CASES[name]

@@ -24,7 +24,7 @@ from loopgraphs.nodes.answer_check import (
 )
 from loopgraphs.nodes.parsing.text import content_text
 from tests.compat.middleware_support import call, calls
-from tests.scripts import MODES, act, final, model_for
+from tests.support.scripts import MODES, act, final, model_for
 
 TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
 LOOP_MODES = [(loop, mode) for loop in TOOL_LOOPS for mode in MODES] + [

@@ -22,8 +22,8 @@ from langgraph.types import Command
 
 from loopgraphs import build_loop, create_react_graph, prompts
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
 
 def prompt_text(prompt: list) -> str:

@@ -19,9 +19,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from loopgraphs import LOOPS
 from loopgraphs.cli import main
-from tests.fakes import ScriptedChatModel
-from tests.test_adversarial import case_of, loop_names, takes
-from tests.test_concurrent_runs import echo, echo_reply
+from tests.behaviour.test_adversarial import case_of, loop_names, takes
+from tests.behaviour.test_concurrent_runs import echo, echo_reply
+from tests.support.fakes import ScriptedChatModel
 
 
 def model() -> ScriptedChatModel:

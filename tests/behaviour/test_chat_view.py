@@ -18,8 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from loopgraphs import create_react_graph, strip_fence
 from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
-from tests.scripts import MODES, act, final, model_for
-from tests.test_custom_state import TOOL_LOOPS, build, start
+from tests.behaviour.test_custom_state import TOOL_LOOPS, build, start
+from tests.support.scripts import MODES, act, final, model_for
 
 
 def lookup(key: str) -> str:

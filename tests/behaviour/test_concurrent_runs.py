@@ -22,8 +22,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import LOOPS, build_loop, prompts
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel, calls, tool_call
-from tests.test_adversarial import case_of, loop_names, takes
+from tests.behaviour.test_adversarial import case_of, loop_names, takes
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 TOKEN_RE = re.compile(r"tok-[0-9a-f]{8}")
 RUNS = 50

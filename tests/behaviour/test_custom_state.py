@@ -33,8 +33,8 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.nodes.build import caller_reducers
-from tests.fakes import calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
 
 class FruitState(TypedDict, total=False):

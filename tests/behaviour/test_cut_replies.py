@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from loopgraphs import create_cot_graph, create_react_graph, create_tot_graph, prompts
 from loopgraphs.nodes.parsing.text import content_text, cut_short, ends_in_repetition
-from tests.scripts import MODES, act, final, model_for
-from tests.test_tot import brain, scripted
+from tests.loops.test_tot import brain, scripted
+from tests.support.scripts import MODES, act, final, model_for
 
 RUNAWAY = "The United States of America " * 12 + "The Unit"
 

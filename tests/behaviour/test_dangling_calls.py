@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel, tool_call
+from tests.support.fakes import ScriptedChatModel, tool_call
 
 TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Runs ReAct with a sync tool from the main thread and from worker threads (each thread
 # gets its own tool-step loop). An exit handler registered before loopgraphs is imported
@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent(
 
     from loopgraphs import create_react_graph
     from loopgraphs.nodes import tool_step
-    from tests.fakes import ScriptedChatModel, calls, tool_call
+    from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
     def add(a: int, b: int) -> int:
         \"\"\"Add two numbers.\"\"\"

@@ -9,7 +9,7 @@ from langgraph.types import Command
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
-from tests.scripts import MODES, act, final, model_for
+from tests.support.scripts import MODES, act, final, model_for
 
 
 def recording_tool(log: list):

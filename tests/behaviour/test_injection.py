@@ -1,6 +1,6 @@
 """Tool output is untrusted data: truncated and fenced between per-run random markers.
 
-For every string of the prompt-injection corpus (tests/data/injections.txt) the fence
+For every string of the prompt-injection corpus (tests/support/data/injections.txt) the fence
 holds: the output can never contain the run's real end marker (even when the attacker
 writes the real id), the fenced block has exactly one opening and one closing marker with
 the run's id, and two runs use different ids. The ReAct system prompts of every mode tell
@@ -19,9 +19,9 @@ from loopgraphs import create_react_graph, prompts
 from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.state import new_fence
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
-CORPUS = Path(__file__).parent / "data" / "injections.txt"
+CORPUS = Path(__file__).parents[1] / "support" / "data" / "injections.txt"
 _ESCAPE = re.compile(r"\\(n|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
 
 

@@ -13,7 +13,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Overwrite
 
-from tests.test_custom_state import TOOL_LOOPS, build, start
+from tests.behaviour.test_custom_state import TOOL_LOOPS, build, start
 
 LOOPS = (*TOOL_LOOPS, "cot", "tot")
 PLAIN = (str, int, float, bool, type(None), BaseMessage)

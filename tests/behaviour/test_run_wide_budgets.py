@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from loopgraphs import create_plan_execute_graph, create_reflexion_graph
-from tests.fakes import calls, tool_call
-from tests.scripts import Refunds, model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import Refunds, model_for
 
 
 def refund(order: str, id: str) -> Any:

@@ -6,8 +6,8 @@ import pytest
 
 from loopgraphs import LOOPS, build_loop, create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel
-from tests.scripts import act, final, model_for
+from tests.support.fakes import ScriptedChatModel
+from tests.support.scripts import act, final, model_for
 
 
 def multiply(a: int, b: int) -> int:

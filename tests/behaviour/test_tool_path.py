@@ -13,7 +13,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 
 from loopgraphs import create_react_graph, strip_fence
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 
 @tool

@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 NATIVE_PROFILE = {"tool_calling": True, "structured_output": True}
 

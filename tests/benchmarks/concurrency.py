@@ -17,7 +17,7 @@ from loopgraphs import create_react_graph
 from loopgraphs.graphs.registry import build_loop
 from tests.benchmarks.common import Script, TimedTools, ratio_spread, scripted, spread
 from tests.benchmarks.scenarios import QUESTION, critic_scenario, tot_scenario
-from tests.fakes import calls, tool_call
+from tests.support.fakes import calls, tool_call
 
 PARALLEL_TOOLS = 4
 CRITIC_CLAIMS = 4

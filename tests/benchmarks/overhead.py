@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from loopgraphs import create_react_graph
 from tests.benchmarks.common import lookup_tool, ratio_spread, scripted, spread
 from tests.benchmarks.scenarios import QUESTION, build, loop_scenarios
-from tests.fakes import calls, tool_call
+from tests.support.fakes import calls, tool_call
 
 Runner = Callable[[], Any]
 

@@ -160,7 +160,7 @@ def render(results: dict[str, Any]) -> str:
             for rerun in meta.get("reruns", [])
         ],
         "",
-        "**Sections 1–3 come from a scripted model** (`tests.fakes.ScriptedChatModel`: "
+        "**Sections 1–3 come from a scripted model** (`tests.support.fakes.ScriptedChatModel`: "
         "zero latency, or a fixed injected delay), not from a real provider. Section 4 uses "
         "the real embedded llama.cpp server.",
         "",

@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "config": config,
-        "scripted_model": "tests.fakes.ScriptedChatModel (sections 1-3)",
+        "scripted_model": "tests.support.fakes.ScriptedChatModel (sections 1-3)",
     }
     if results:
         results["meta"].setdefault("reruns", []).append({"sections": only, **meta})

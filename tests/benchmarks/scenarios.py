@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.graphs.tot import call_budget as tot_budget
 from tests.benchmarks.common import NATIVE_PROFILE, Script, prompt_text
-from tests.fakes import calls, tool_call
+from tests.support.fakes import calls, tool_call
 
 QUESTION = "How much is a plus b?"
 

@@ -22,7 +22,7 @@ from langgraph.types import Command
 from loopgraphs import LOOPS, build_loop
 from tests.clients.support import LOOP_SCRIPTS, TOOL_LOOPS, loop_agent
 from tests.compat.middleware_support import call, calls, native
-from tests.scripts import Refunds, run_in_parent
+from tests.support.scripts import Refunds, run_in_parent
 
 ORDER = {"order": "A1"}
 QUESTION = "My email is ann@example.com. What is six times seven?"

@@ -20,7 +20,7 @@ from tests.clients.support import (
     tool_messages,
 )
 from tests.compat.middleware_support import call, calls, native
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 
 def supervisor_model() -> ScriptedChatModel:

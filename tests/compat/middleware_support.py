@@ -35,8 +35,8 @@ from loopgraphs import (
 )
 from tests.compat.fake import call, message_text
 from tests.compat.support import tool_text
-from tests.fakes import ScriptedChatModel, calls
-from tests.scripts import model_for
+from tests.support.fakes import ScriptedChatModel, calls
+from tests.support.scripts import model_for
 
 __all__ = [
     "LOOP_SCRIPTS",
@@ -110,7 +110,7 @@ def agent(request: pytest.FixtureRequest) -> AgentFactory:
 @pytest.fixture(params=["json", "text"])
 def mode_agent(request: pytest.FixtureRequest) -> AgentFactory:
     """ReAct in the json and text tool modes; ``.tool_mode`` names the mode, and
-    ``tests.scripts.act``/``final`` write replies in its grammar."""
+    ``tests.support.scripts.act``/``final`` write replies in its grammar."""
     return factory("react", request.param)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from tests.compat.fake import FakeToolModel, message_text
-from tests.scripts import MODES, act, final, model_for
+from tests.support.scripts import MODES, act, final, model_for
 
 __all__ = [
     "FENCE_LINE",

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from loopgraphs import create_react_graph
 from tests.compat.support import tool_messages, tool_text
-from tests.fakes import calls, tool_call
-from tests.scripts import model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import model_for
 
 
 class Prebuilt(AgentState):

@@ -53,7 +53,7 @@ from tests.compat.middleware_support import (
     tool_results,
 )
 from tests.compat.support import paused, seen
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 mode_agent = middleware_support.mode_agent
 

@@ -43,7 +43,7 @@ from tests.compat.middleware_support import (
     tool_results,
 )
 from tests.compat.support import seen
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 agent = middleware_support.agent
 loop_agent = middleware_support.loop_agent

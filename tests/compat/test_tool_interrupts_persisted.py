@@ -21,8 +21,8 @@ from langgraph.types import Command, interrupt
 from loopgraphs import create_react_graph
 from tests.compat.support import paused
 from tests.compat.test_other_loops import LOOPS, QUERY, QUESTION
-from tests.fakes import calls, tool_call
-from tests.scripts import model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import model_for
 
 
 def react(tool_name: str, args: dict[str, Any], **kwargs: Any):

@@ -29,8 +29,8 @@ from loopgraphs.eval import (
 )
 from loopgraphs.eval.report import COLUMNS
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ScriptedChatModel, calls, tool_call
-from tests.test_eval_server import FakeClient, FakeRuns
+from tests.services.test_eval_server import FakeClient, FakeRuns
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 ROWS = [
     {"question": "What is 6 * 7?", "expected": "42", "topic": "maths", "level": "easy"},

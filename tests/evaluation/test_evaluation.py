@@ -32,7 +32,7 @@ from loopgraphs.graphs.registry import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
 from loopgraphs.toolkits.knowledge import RELATION_SENTENCES
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 
 QUIET = Console(file=io.StringIO())
 SIMPLE_LOOPS = ("cot", "react")  # one call that ends the run with the reply as the answer

@@ -15,10 +15,10 @@ from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.prompts import COT_SYSTEM
-from tests.fakes import ProviderError, ScriptedChatModel
-from tests.scripts import FAST_RETRY
+from tests.support.fakes import ProviderError, ScriptedChatModel
+from tests.support.scripts import FAST_RETRY
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 QUESTION = {"messages": [("user", "What is 17 * 6 + 14?")]}
 
 

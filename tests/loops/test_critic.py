@@ -19,10 +19,10 @@ from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.critic import parse_critique
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.prompts import CRITIQUE_TEXT_SYSTEM
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, model_for
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 QUESTION = {"messages": [("user", "When was the Eiffel Tower completed?")]}
 DRAFT = "The Eiffel Tower was completed in 1887."
 REVISED = "The Eiffel Tower was completed in 1889."

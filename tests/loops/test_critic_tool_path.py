@@ -15,8 +15,8 @@ from langgraph.types import Command
 
 from loopgraphs.graphs.critic import create_critic_graph
 from loopgraphs.nodes.parsing.text import content_text
-from tests.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
-from tests.test_critic import DRAFT, QUESTION, REVISED, Search, critique, verified
+from tests.loops.test_critic import DRAFT, QUESTION, REVISED, Search, critique, verified
+from tests.support.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
 
 SECOND = "The Eiffel Tower was finished in 1889."
 

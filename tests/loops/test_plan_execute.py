@@ -31,10 +31,10 @@ from loopgraphs.nodes.parsing.plans import (
     update_from_text,
 )
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 STEPS = ["find a", "find b", "combine a and b"]
 
 

@@ -12,8 +12,8 @@ from langchain.agents.middleware import ModelCallLimitMiddleware
 
 from loopgraphs import build_loop
 from loopgraphs.graphs.plan_execute import create_plan_execute_graph
-from tests.fakes import ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, act, final
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, act, final
 
 
 class NoToolsModel(ScriptedChatModel):

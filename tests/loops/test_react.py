@@ -20,10 +20,10 @@ from loopgraphs.nodes import run_context as settings_module
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.state import new_fence
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 def multiply(a: int, b: int) -> int:

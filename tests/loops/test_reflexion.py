@@ -19,10 +19,10 @@ from loopgraphs.graphs.reflexion import (
     with_reflections,
 )
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ProviderError, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.fakes import ProviderError, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 def lookup(key: str) -> str:

@@ -21,8 +21,8 @@ from loopgraphs.nodes.parsing.answers import (
 )
 from loopgraphs.nodes.parsing.text import content_text, question_text
 from loopgraphs.nodes.runner import run_sync
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import model_for
 
 
 def evaluate(model, answer="5 kg", **kwargs):

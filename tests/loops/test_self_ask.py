@@ -25,10 +25,10 @@ from loopgraphs.nodes.parsing.self_ask import (
     relevant_sentences,
 )
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, model_for
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, model_for
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 QUESTION = {
     "messages": [("user", "Who is the head of state of the country that hosted Expo 2015?")]
 }

@@ -16,9 +16,7 @@ from langgraph.types import Command
 
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.nodes.parsing.text import content_text
-from tests.fakes import calls, tool_call
-from tests.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
-from tests.test_self_ask import (
+from tests.loops.test_self_ask import (
     FACTS,
     Q1,
     Q2,
@@ -29,6 +27,8 @@ from tests.test_self_ask import (
     guided_final,
     small_model,  # noqa: F401 (a fixture)
 )
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import FAST_RETRY, MODES, Refunds, model_for, run_in_parent
 
 ORDER_QUESTION = "Was order A1 refunded?"
 

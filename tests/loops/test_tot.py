@@ -23,10 +23,10 @@ from loopgraphs.graphs.tot import THOUGHT_TOKENS, call_budget, create_tot_graph
 from loopgraphs.graphs.tot_scoring import score_all, scores_for
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import parse_score, parse_scores, parse_thoughts
-from tests.fakes import ProviderError, ScriptedChatModel
-from tests.scripts import FAST_RETRY
+from tests.support.fakes import ProviderError, ScriptedChatModel
+from tests.support.scripts import FAST_RETRY
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 COMBOS = [
     ("propose", "batched"),
     ("propose", "per_branch"),

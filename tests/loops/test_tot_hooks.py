@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from typing_extensions import TypedDict
 
 from loopgraphs.graphs.tot import create_tot_graph
-from tests.test_tot import COMBOS, brain, prompt_text, scripted
+from tests.loops.test_tot import COMBOS, brain, prompt_text, scripted
 
 EMAIL = "bob@example.com"
 VERSION_RE = re.compile(r"Version (\d+) of the task")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopgraphs import LOOPS, cli
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 
 def test_list_shows_all_seven_loops(capsys):

@@ -1,6 +1,6 @@
 """Crash and resume: SIGKILL a process mid-run, finish the thread in a new process.
 
-``tests/crash_worker.py`` runs a ReAct graph with a SQLite or PostgreSQL checkpointer and
+``tests/support/crash_worker.py`` runs a ReAct graph with a SQLite or PostgreSQL checkpointer and
 a scripted model making two tool calls in sequence. The second tool blocks (after writing
 a marker file); the test kills the process there, then a new process resumes the thread
 with ``invoke(None, config)``. The tools' append-only side-effect log proves that the
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from tests.crash_worker import ANSWER, LOG, MARKER, build_graph, open_saver
+from tests.support.crash_worker import ANSWER, LOG, MARKER, build_graph, open_saver
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0
 RESUME_TIMEOUT = 90.0
 
@@ -33,7 +33,7 @@ def worker(command: str, backend: str, target: str, thread: str, workdir: Path) 
     return [
         sys.executable,
         "-m",
-        "tests.crash_worker",
+        "tests.support.crash_worker",
         command,
         backend,
         target,

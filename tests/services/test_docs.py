@@ -3,7 +3,7 @@
 * Every ```python block of the site's pages (docs/pages/) and of the README runs. The
   blocks of one page run in order in one namespace, as a reader would type them, in a
   fresh working directory. A real model is replaced by the scripted one of
-  ``tests/fakes.py``: every page starts with ``model`` and ``supervisor_model`` (they
+  ``tests/support/fakes.py``: every page starts with ``model`` and ``supervisor_model`` (they
   answer "42"), ``tools`` (the calculator) and ``search`` (the bundled search tool)
   defined, and a comment right before a block can prepare more:
 
@@ -39,12 +39,12 @@ import loopgraphs
 import loopgraphs.models
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.toolkits import calculator, make_search_tool
-from tests.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = DOCS / "pages"
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 README = ROOT / "README.md"
 MARKER = re.compile(r"<!-- docs-test: (.*?) -->")
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)

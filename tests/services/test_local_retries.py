@@ -26,7 +26,7 @@ from loopgraphs.nodes.errors import (
 )
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.toolkits import calculator
-from tests.fault_server import Delay, FaultServer, Reply, Status
+from tests.support.fault_server import Delay, FaultServer, Reply, Status
 
 LOCAL_URL = "http://127.0.0.1:8080/v1/chat/completions"
 REMOTE_URL = "https://models.example.test/v1/chat/completions"

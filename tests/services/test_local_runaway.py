@@ -2,7 +2,7 @@
 
 SmolLM2-135M repeats itself inside a JSON schema when the conversation shows it a
 repeated phrase: at temperature 0 it copies the pattern until something stops it. These
-tests run on the session's embedded llama.cpp server (``tests/local_server.py``), with a
+tests run on the session's embedded llama.cpp server (``tests/support/local_server.py``), with a
 small cap to keep them fast.
 """
 
@@ -30,7 +30,7 @@ from loopgraphs.models import (
 )
 from loopgraphs.nodes.errors import default_retry_policy, is_transient_on_local_server
 from loopgraphs.toolkits import calculator
-from tests.local_server import LOCAL_TEST_TIMEOUT_SECONDS
+from tests.support.local_server import LOCAL_TEST_TIMEOUT_SECONDS
 
 CAP = 64
 LOOP_CHARS = 40  # a verbatim loop: a stretch this long found three times in one reply

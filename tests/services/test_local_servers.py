@@ -1,6 +1,6 @@
 """Bounded calls and profile detection for servers on this machine.
 
-A loopback stand-in (``tests/fault_server.py``) plays llama.cpp's server (``GET /props``,
+A loopback stand-in (``tests/support/fault_server.py``) plays llama.cpp's server (``GET /props``,
 ``GET /v1/models``), Ollama (``POST /api/show``) and a server that says nothing about
 itself (vLLM's OpenAI API); the real embedded llama.cpp server checks what the stand-in
 assumes.
@@ -29,8 +29,8 @@ from loopgraphs.models import (
     local_request_timeout,
 )
 from loopgraphs.toolkits import calculator
-from tests.fault_server import FaultServer, Reply
-from tests.local_server import LOCAL_TEST_TIMEOUT_SECONDS
+from tests.support.fault_server import FaultServer, Reply
+from tests.support.local_server import LOCAL_TEST_TIMEOUT_SECONDS
 
 SMOLLM2_PROPS: dict[str, Any] = {
     "default_generation_settings": {"n_ctx": 8192, "params": {"repeat_penalty": 1.0}},

@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.integration
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
 
 

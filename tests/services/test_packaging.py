@@ -23,7 +23,7 @@ from loopgraphs.models import (
     gguf_cache_dir,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = b"GGUF" + bytes(range(256)) * 40
 
 

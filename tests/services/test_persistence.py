@@ -15,7 +15,7 @@ from loopgraphs.cli import main
 from loopgraphs.graphs.react import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.integration
@@ -46,7 +46,7 @@ def test_cli_resume_needs_a_pending_run(tmp_path, capsys):
 
 def run_worker(*args: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.hitl_worker", *args],
+        [sys.executable, "-m", "tests.support.hitl_worker", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

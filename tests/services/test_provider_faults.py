@@ -1,4 +1,4 @@
-"""Provider faults from a real loopback OpenAI-compatible server (tests/fault_server.py).
+"""Provider faults from a real loopback OpenAI-compatible server (tests/support/fault_server.py).
 
 ``ChatOpenAI`` (SDK retries off) drives the ReAct graph with a fast retry policy whose
 ``retry_on`` is ``loopgraphs.nodes.errors.is_transient``. Transient faults (429 with
@@ -26,7 +26,7 @@ from langgraph.types import RetryPolicy
 
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.errors import is_transient
-from tests.fault_server import (
+from tests.support.fault_server import (
     CutStream,
     Delay,
     FaultServer,

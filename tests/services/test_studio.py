@@ -15,7 +15,7 @@ from loopgraphs.graphs import studio
 from loopgraphs.models import find_default_gguf
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 needs_langgraph_dev = pytest.mark.skipif(
     sys.version_info < (3, 11) or importlib.util.find_spec("langgraph_api") is None,

@@ -2,7 +2,9 @@
 
 Usage (from the repository root)::
 
-    python -m tests.crash_worker run|resume sqlite|postgres <db path or URI> <thread> <workdir>
+    python -m tests.support.crash_worker run|resume sqlite|postgres <db> <thread> <workdir>
+
+``<db>`` is the database's path (SQLite) or URI (PostgreSQL).
 
 The scripted model calls ``step_one`` then ``step_two`` (one tool call per turn), then
 answers. Both tools append to ``<workdir>/side_effects.log``. ``step_two`` blocks the
@@ -22,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from langchain_core.messages import AIMessage, ToolMessage
 
 from loopgraphs import create_react_graph
-from tests.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 LOG = "side_effects.log"
 MARKER = "blocked.marker"

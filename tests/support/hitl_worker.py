@@ -1,6 +1,6 @@
 """Subprocess side of the cross-process approval test (PostgreSQL checkpointer).
 
-``python -m tests.hitl_worker start URI THREAD LOG`` runs a ReAct graph until it pauses
+``python -m tests.support.hitl_worker start URI THREAD LOG`` runs a ReAct graph until it pauses
 before its tool call and prints the interrupt as JSON; ``... resume URI THREAD LOG``
 approves the call from a fresh process and prints the final state as JSON.
 """
@@ -16,7 +16,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
 
 from loopgraphs import create_react_graph
-from tests.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 
 def reply(messages):

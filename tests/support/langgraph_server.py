@@ -3,7 +3,7 @@
 The server serves the seven loops of the repository's ``langgraph.json``, caps the model
 replies of its runs at ``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process
 group) when the session ends. Register it from the root test conftest with
-``pytest_plugins = ["tests.langgraph_server"]``.
+``pytest_plugins = ["tests.support.langgraph_server"]``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEV_MAX_TOKENS = 48
 READY_TIMEOUT = 120.0
 

@@ -1,6 +1,6 @@
 """Pytest plugin with session-scoped fixtures for the embedded llama.cpp server.
 
-Register it from the root test conftest with ``pytest_plugins = ["tests.local_server"]``.
+Register it from the root test conftest with ``pytest_plugins = ["tests.support.local_server"]``.
 Outside CI the fixtures skip when xllamacpp or the bundled GGUF is missing; when the ``CI``
 environment variable is set, a missing piece fails the tests instead.
 """

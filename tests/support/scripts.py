@@ -11,7 +11,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import RetryPolicy
 
 from loopgraphs.nodes.errors import is_transient
-from tests.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 MODES = ("native", "json", "text")
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)

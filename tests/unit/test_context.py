@@ -21,7 +21,7 @@ from loopgraphs.nodes import run_context as settings_module
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.toolkits import calculator
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 
 def my_orders(customer: str) -> str:

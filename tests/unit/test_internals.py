@@ -37,9 +37,9 @@ from typing_extensions import TypedDict
 from loopgraphs import internals
 from loopgraphs.nodes.model_call import Asker
 from loopgraphs.state import merge_scratch
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- The node callable --------------------------------------------------------------

@@ -32,7 +32,7 @@ from loopgraphs.models import (
     local_request_timeout,
     stop_local_servers,
 )
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 
 @pytest.fixture(autouse=True)

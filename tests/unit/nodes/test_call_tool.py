@@ -85,7 +85,7 @@ from loopgraphs.state import (
 from loopgraphs.toolkits import files
 from loopgraphs.toolkits.files import make_file_tools
 from loopgraphs.toolkits.registry import ToolRegistry
-from tests.scripts import act, final, model_for
+from tests.support.scripts import act, final, model_for
 
 # --- File tools: what the model reads -----------------------------------------------------
 

@@ -21,9 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.nodes.hooks import FINISH, STOPPED
 from tests.compat.middleware_support import call, calls, native
-from tests.scripts import Refunds
+from tests.support.scripts import Refunds
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[2] / "snapshots"
 
 
 def ask(text: str = "Refund my order.") -> dict[str, Any]:

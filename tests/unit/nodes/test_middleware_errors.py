@@ -16,8 +16,8 @@ from langchain.agents.middleware import (
 
 from loopgraphs import LOOPS
 from loopgraphs.graphs.registry import get_spec
-from tests.fakes import calls, tool_call
-from tests.scripts import model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import model_for
 
 
 def lookup(key: str) -> str:

@@ -18,7 +18,7 @@ from langchain_core.tools import tool
 from loopgraphs.nodes.errors import failed_calls
 from loopgraphs.nodes.middleware import Middlewares
 from loopgraphs.nodes.model_call import Asker, Outcome, as_outcome, asking, spent_on
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 USAGE = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
 

@@ -21,8 +21,8 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from loopgraphs import create_plan_execute_graph, create_react_graph
-from tests.fakes import ScriptedChatModel, calls, tool_call
-from tests.scripts import act, final, model_for
+from tests.support.fakes import ScriptedChatModel, calls, tool_call
+from tests.support.scripts import act, final, model_for
 
 QUESTION = {"messages": [HumanMessage("What is six times seven?")]}
 

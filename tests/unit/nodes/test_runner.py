@@ -59,7 +59,7 @@ def react_channels():
     from loopgraphs.nodes.build import new_graph
     from loopgraphs.nodes.settings import make_settings
     from loopgraphs.state import ReActState, TotalsOutput
-    from tests.fakes import ScriptedChatModel
+    from tests.support.fakes import ScriptedChatModel
 
     settings = make_settings("react", ScriptedChatModel(replies=["hi"]), None, {})
     return new_graph(ReActState, TotalsOutput, {}, loop="react", settings=settings).channels

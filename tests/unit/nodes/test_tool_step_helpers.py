@@ -23,7 +23,7 @@ from loopgraphs.nodes.tool_step import (
     sync_step_loop,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 ADD = {"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}
 ECHO = {"name": "echo", "args": {"text": "x"}, "id": "c2", "type": "tool_call"}

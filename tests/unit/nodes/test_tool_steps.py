@@ -20,8 +20,8 @@ from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.nodes.tool_step import sync_step_loop
-from tests.fakes import calls, tool_call
-from tests.scripts import act, final, model_for
+from tests.support.fakes import calls, tool_call
+from tests.support.scripts import act, final, model_for
 
 
 def slow(key: str) -> str:

@@ -1,4 +1,4 @@
-"""Tool sandboxing against hostile arguments (extends tests/test_toolkits.py).
+"""Tool sandboxing against hostile arguments (extends tests/unit/toolkits/test_toolkits.py).
 
 File tools must refuse every way out of their root (encoded and look-alike dots, mixed
 ``..`` segments, NUL, over-long paths, symlinked files and directories, symlink chains),
@@ -22,7 +22,7 @@ from langchain_core.tools import BaseTool
 from loopgraphs import create_react_graph
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, make_file_tools, make_search_tool
-from tests.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 INSIDE = {"notes.txt": "hello world", "sub/inner.txt": "inner text"}

@@ -23,8 +23,8 @@ from loopgraphs.nodes.tool_modes import (
     react_instructions,
 )
 from loopgraphs.toolkits import ToolExample, ToolRegistry, calculator, get_tools
-from tests.fakes import ScriptedChatModel
-from tests.scripts import act, final, model_for
+from tests.support.fakes import ScriptedChatModel
+from tests.support.scripts import act, final, model_for
 
 FENCE = "0123456789ab"
 
