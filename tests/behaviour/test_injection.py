@@ -183,15 +183,3 @@ def test_react_system_prompt_carries_the_fence_note(mode: str) -> None:
     system = model.prompts[0][0]
     assert isinstance(system, SystemMessage)
     assert prompts.FENCE_NOTE in content_text(system.content)
-
-
-@pytest.mark.integration
-def test_injection_benchmark_runs_on_the_local_model(local_server) -> None:
-    """One case per condition of tests/benchmarks/bench_injection.py on the real model."""
-    from loopgraphs.models import local_chat_model
-    from tests.benchmarks.bench_injection import MAX_TOKENS, measure
-
-    report = measure(local_chat_model(local_server, max_tokens=MAX_TOKENS), limit=1, workers=1)
-    for condition in ("fenced", "unfenced", "clean_fenced"):
-        figures = report["summary"][condition]
-        assert figures["runs"] == 1 and figures["errors"] == 0, report["details"]

@@ -1,0 +1,126 @@
+"""The ReAct grammars (``nodes/parsing/react.py``) and their precedence.
+
+These are exact results that mutation testing (``make mutate``) found unpinned. Each test
+builds what it checks itself (no shared fixture), so that the mutation run, which runs for
+each mutant only the tests that reached the mutated function, runs it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loopgraphs.nodes.parsing.react import (
+    Step,
+    parse_json_action,
+    parse_json_text,
+    parse_react_text,
+)
+
+# --- Parsing: the ReAct grammars and their precedence ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "step"),
+    [
+        # The answer marker wins over an action in the same reply.
+        (
+            "Thought: done\nAction: search\nAction Input: x\nFINAL_ANSWER: 42",
+            Step("final", thought="done", answer="42"),
+        ),
+        ("final answer:  the end  ", Step("final", answer="the end")),
+        (
+            "Thought: t\nFINAL_ANSWER: 7\nObservation: made up",
+            Step("final", thought="t", answer="7"),
+        ),
+        (
+            'Thought: look\nAction: `search`\nAction Input: {"q": "a"}',
+            Step("action", thought="look", action="search", action_input={"q": "a"}),
+        ),
+        (
+            "Action: **calc**\nAction Input: 1+1\nObservation: 2\nmore",
+            Step("action", action="calc", action_input="1+1"),
+        ),
+        ("Action: lookup", Step("action", action="lookup", action_input="")),
+        (
+            "Action: Final Answer\nAction Input: blue\nObservation: x",
+            Step("final", answer="blue"),
+        ),
+        (
+            "Thought: t\nAction: finish\nAction Input:  done ",
+            Step("final", thought="t", answer="done"),
+        ),
+        ("Thought: hmm\nAction:   \n", Step("none", thought="hmm")),
+        ("just words", Step("none")),
+        (
+            "  thought :  spaced  \nACTION : go",
+            Step("action", thought="spaced", action="go", action_input=""),
+        ),
+    ],
+)
+def test_parse_react_text(text: str, step: Step) -> None:
+    assert parse_react_text(text) == step
+
+
+@pytest.mark.parametrize(
+    ("data", "step"),
+    [
+        (None, Step("none")),
+        ([1], Step("none")),
+        (
+            {"thought": "t", "action": "search", "action_input": {"q": "a"}},
+            Step("action", thought="t", action="search", action_input={"q": "a"}),
+        ),
+        (
+            {"reasoning": "r", "tool": " calc ", "args": "1+1"},
+            Step("action", thought="r", action="calc", action_input="1+1"),
+        ),
+        (
+            {"name": "calc", "arguments": {"e": 1}},
+            Step("action", action="calc", action_input={"e": 1}),
+        ),
+        ({"action": "calc", "input": 5}, Step("action", action="calc", action_input="5")),
+        (
+            {"action": "calc", "action_input": 1, "args": 2},
+            Step("action", action="calc", action_input="1"),
+        ),
+        (
+            {"action": {"name": "calc", "args": {"e": 2}}},
+            Step("action", action="calc", action_input={"e": 2}),
+        ),
+        (
+            {"action": {"tool": "calc", "action_input": {"e": 3}, "args": {"e": 4}}},
+            Step("action", action="calc", action_input={"e": 3}),
+        ),
+        (
+            {"action": {"tool": "calc"}, "args": {"e": 5}},
+            Step("action", action="calc", action_input={"e": 5}),
+        ),
+        (
+            {"thought": "t", "action": " Final_Answer ", "action_input": " 42 "},
+            Step("final", thought="t", answer="42"),
+        ),
+        ({"action": "answer", "action_input": {"text": "t"}}, Step("final", answer="t")),
+        ({"action": "final", "action_input": {"value": 3}}, Step("final", answer="3")),
+        (
+            {"action": "finish", "action_input": {"other": "ü"}},
+            Step("final", answer='{"other": "ü"}'),
+        ),
+        ({"action": "final_answer", "action_input": None}, Step("final", answer="")),
+        ({"action": "final_answer", "action_input": 12}, Step("final", answer="12")),
+        ({"action": "final_answer"}, Step("final", answer="{}")),
+        ({"final_answer": " x ", "thought": "t"}, Step("final", thought="t", answer="x")),
+        ({"answer": {"final_answer": "y"}}, Step("final", answer="y")),
+        ({"answer": "z", "action": "calc"}, Step("action", action="calc", action_input={})),
+        ({"action": "  "}, Step("none")),
+        ({"action": 3, "thought": "t"}, Step("none", thought="t")),
+        ({"thought": None, "reasoning": "why"}, Step("none", thought="why")),
+    ],
+)
+def test_parse_json_action(data, step: Step) -> None:
+    assert parse_json_action(data) == step
+
+
+def test_parse_json_text_reads_the_object_in_free_text() -> None:
+    text = 'Sure: {"action": "calc", "action_input": {"e": 1}} done'
+    assert parse_json_text(text) == Step("action", action="calc", action_input={"e": 1})
+    assert parse_json_text("no object") == Step("none")
