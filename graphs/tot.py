@@ -26,7 +26,7 @@ from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
-from loopgraphs.models import is_embedded_model
+from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import compile_loop, new_graph
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
@@ -204,7 +204,7 @@ def build_tot(
         form = Form(prompts.TOT_SYSTEM)
         path = list(branch["thoughts"])
         shown = render_path(path)
-        small = is_embedded_model(run.chat_model)
+        small = needs_guided_steps(run.chat_model)
         if generation == "propose":
             text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
             capped = proposal_settings(n_branches) if small else None

@@ -540,10 +540,11 @@ def test_batched_scoring_asks_for_exactly_one_bounded_score_per_candidate():
     ],
 )
 @pytest.mark.parametrize("embedded", [True, False])
-def test_thoughts_are_capped_on_the_embedded_model_only(monkeypatch, generation, cap, embedded):
-    """On the embedded small model a reply of thoughts has a token cap per thought and
-    ends at a blank line (a proposal also at the item after the last one asked for)."""
-    monkeypatch.setattr(tot_module, "is_embedded_model", lambda model: embedded)
+def test_thoughts_are_capped_only_for_guided_models(monkeypatch, generation, cap, embedded):
+    """On a small model that needs guided steps (the embedded one) a reply of thoughts has
+    a token cap per thought and ends at a blank line (a proposal also at the item after
+    the last one asked for)."""
+    monkeypatch.setattr(tot_module, "needs_guided_steps", lambda model: embedded)
     settings: list[dict] = []
 
     @wrap_model_call

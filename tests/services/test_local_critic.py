@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from loopgraphs import create_critic_graph, models
+from loopgraphs import create_critic_graph
+from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.toolkits import calculator, make_search_tool
 
 pytestmark = pytest.mark.integration
@@ -18,7 +19,7 @@ def test_small_model_checks_a_claim_with_a_tool_and_ends(
     """The first critique names a claim for a tool by default, the run ends within its
     budget (one more call per cut reply asked again). (Its verdicts vary, so they are not
     pinned.)"""
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     graph = create_critic_graph(
         local_model, [calculator, make_search_tool()], tool_mode=mode, max_critique_rounds=1
     )

@@ -26,11 +26,12 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     for ``load_model("local")`` (the session server is the embedded one)."""
     from langchain_core.messages import HumanMessage
 
-    from loopgraphs import models, prompts
+    from loopgraphs import prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
+    from loopgraphs.models import local_server as embedded_servers
     from loopgraphs.nodes.tool_loop import check_history
 
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     tools = [] if name in ("cot", "tot") else [calculator, make_search_tool()]
     options = dict(SMALL_BUDGETS[name])
     if tools:

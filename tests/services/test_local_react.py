@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import ToolMessage
 
-from loopgraphs import create_react_graph, models
+from loopgraphs import create_react_graph
 from loopgraphs.cli import DEMO_QUESTIONS
 from loopgraphs.graphs.registry import build_loop
 from loopgraphs.models import load_model
+from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.react import parse_json_text
 from loopgraphs.nodes.parsing.text import content_text
@@ -79,7 +80,7 @@ def test_demo_questions_call_their_tools_and_end(local_server, monkeypatch):
     run ends by itself with an answer. (The answers are right on an idle machine, but
     llama.cpp's batching makes temperature 0 not quite deterministic, so they are not
     pinned here.)"""
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     tools = get_tools(["calculator", "search"])
     graph = build_loop("react", load_model("local"), tools, max_iterations=3)
     for question, tool in zip(DEMO_QUESTIONS, ("calculator", "search"), strict=True):

@@ -16,7 +16,7 @@ from langchain_openai import ChatOpenAI
 from openai import LengthFinishReasonError
 from pydantic import BaseModel
 
-from loopgraphs import create_react_graph, models
+from loopgraphs import create_react_graph
 from loopgraphs.models import (
     DEFAULT_LOCAL_MAX_TOKENS,
     LLAMACPP_SAMPLING,
@@ -28,6 +28,7 @@ from loopgraphs.models import (
     local_chat_model,
     local_request_timeout,
 )
+from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.nodes.errors import default_retry_policy, is_transient_on_local_server
 from loopgraphs.toolkits import calculator
 from tests.support.local_server import LOCAL_TEST_TIMEOUT_SECONDS
@@ -125,7 +126,7 @@ def test_reported_react_run_ends_without_an_error(local_model: ChatOpenAI) -> No
 def test_local_spec_defaults(local_server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOOPGRAPHS_MAX_TOKENS", raising=False)
     # "local" resolves to the session's server instead of starting another one.
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     model = load_model("local", max_retries=3)
     assert isinstance(model, ChatOpenAI)
     assert model.openai_api_base == f"{local_server.url}/v1"

