@@ -22,11 +22,9 @@ state's ``scratch`` (``loopgraphs.state.Scratch``).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextvars
 import dataclasses
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +42,7 @@ from pydantic import ValidationError
 
 from loopgraphs.nodes.middleware import UnsupportedPath
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
+from loopgraphs.process_hooks import after_fork, at_exit
 from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -424,10 +423,6 @@ def _forget_pool() -> None:
     _timeout_pool = None
 
 
-if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
 def tool_threads() -> ThreadPoolExecutor:
     """A new pool of threads for sync tool calls: ``TOOL_THREADS`` of them, as a call that
     times out keeps its thread until the tool returns."""
@@ -438,6 +433,8 @@ def _pool() -> ThreadPoolExecutor:
     """The guard's threads for sync tool calls with a timeout under ``ToolNode``'s sync path."""
     global _timeout_pool
     if _timeout_pool is None:
+        at_exit(_shutdown_pool)
+        after_fork(_forget_pool)
         _timeout_pool = tool_threads()
     return _timeout_pool
 
@@ -448,9 +445,6 @@ def _shutdown_pool() -> None:
     pool = _timeout_pool
     if pool is not None:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-atexit.register(_shutdown_pool)
 
 
 def guarded_options(guard: ToolGuard) -> dict[str, Any]:

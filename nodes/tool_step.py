@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 import selectors
 import threading
 import uuid
@@ -42,6 +41,7 @@ from loopgraphs.nodes.call_tool import (
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.process_hooks import after_fork
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -141,6 +141,7 @@ class _StepLoop:
     __slots__ = ("__weakref__", "loop")
 
     def __init__(self) -> None:
+        after_fork(_forget_thread_loops)
         self.loop = _new_loop()
         weakref.finalize(self, _close_loop, self.loop)
 
@@ -160,10 +161,6 @@ def _forget_thread_loops() -> None:
     the child's copies are closed as the old storage goes."""
     global _thread_loops
     _thread_loops = threading.local()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX only; there is no fork elsewhere
-    os.register_at_fork(after_in_child=_forget_thread_loops)
 
 
 def _sync_function(tool: Any) -> bool:
