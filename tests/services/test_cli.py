@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from loopgraphs import LOOPS, cli
+from loopgraphs.cli import approval, commands
 from tests.support.scripts import act, final, model_for
 
 
@@ -65,7 +68,7 @@ def test_user_errors_are_one_line(argv, message, capsys, tmp_path):
 
 def scripted(monkeypatch, replies):
     model = model_for("native", replies)
-    monkeypatch.setattr(cli, "model_from", lambda args: model)
+    monkeypatch.setattr(commands, "model_from", lambda args: model)
     return model
 
 
@@ -101,8 +104,8 @@ def test_approve_tools_asks_at_the_terminal(monkeypatch, tmp_path, capsys):
         monkeypatch, [act("native", "calculator", {"expression": "6*7"}), final("native", "done")]
     )
     answers = iter(["edit", '{"expression": "6*8"}'])
-    monkeypatch.setattr(cli.Prompt, "ask", lambda *a, **k: next(answers))
-    monkeypatch.setattr(cli.sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(approval.Prompt, "ask", lambda *a, **k: next(answers))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     db = str(tmp_path / "x.sqlite")
     assert (
         cli.main(["run", "react", "6*7?", "--tools", "calculator", "--approve-tools", "--db", db])
@@ -116,7 +119,7 @@ def test_paused_run_without_a_terminal_says_how_to_resume(monkeypatch, tmp_path,
     scripted(
         monkeypatch, [act("native", "calculator", {"expression": "1+1"}), final("native", "2")]
     )
-    monkeypatch.setattr(cli.sys.stdin, "isatty", lambda: False)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     db = str(tmp_path / "x.sqlite")
     argv = [
         "run",

