@@ -18,7 +18,7 @@ from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
 from loopgraphs.internals import Channels, reduced, takes_last_write
-from loopgraphs.nodes.parsing.text import question_text
+from loopgraphs.text import question_text
 
 Status = Literal["running", "completed", "max_iterations", "error"]
 ToolMode = Literal["auto", "native", "json", "text"]

@@ -47,7 +47,7 @@ from loopgraphs.nodes.parsing.plans import (
     sized_plan,
     update_from_text,
 )
-from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of, question_text
+from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step, node_callable
@@ -62,6 +62,7 @@ from loopgraphs.nodes.settings import (
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
 from loopgraphs.state import LoopState, OutputState, Status, request_of
+from loopgraphs.text import question_text
 from loopgraphs.toolkits.registry import ToolRegistry
 
 PLAN_MAX_ASKED = 7

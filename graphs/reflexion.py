@@ -35,7 +35,7 @@ from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.model_call import Asker, ModelCall, asking
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
-from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.runner import Logic, add_step
@@ -49,6 +49,7 @@ from loopgraphs.nodes.settings import (
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import LoopState, OutputState, conversation_of, request_of
+from loopgraphs.text import question_text
 
 EVALUATOR_CALLS = 2
 EVALUATION_FAILED = "evaluation failed"

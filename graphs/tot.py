@@ -32,7 +32,7 @@ from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import Form
-from loopgraphs.nodes.parsing.text import content_text, cut_short, question_text
+from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
@@ -46,6 +46,7 @@ from loopgraphs.state import (
     empty_usage,
     request_of,
 )
+from loopgraphs.text import question_text
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")

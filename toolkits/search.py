@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from loopgraphs.text import STOP_WORDS
 from loopgraphs.toolkits.examples import EXAMPLES_KEY, ToolExample
 from loopgraphs.toolkits.knowledge import documents
 
@@ -50,36 +51,6 @@ KNOWLEDGE_BASE_EXAMPLES = (
     ),
 )
 """The bundled search tool's worked examples; their entities are not in the knowledge base."""
-
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "did",
-        "does",
-        "for",
-        "from",
-        "how",
-        "in",
-        "is",
-        "of",
-        "on",
-        "or",
-        "the",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-    }
-)
 
 _WORD = re.compile(r"\w+")
 

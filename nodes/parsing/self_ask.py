@@ -217,7 +217,7 @@ _READ_MARKER_RE = re.compile(
 def _stems(text: str) -> set[str]:
     """What a text is about: its words, lower-cased and cut to their first letters, without
     the stop words of the bundled search tool."""
-    from loopgraphs.toolkits.search import STOP_WORDS
+    from loopgraphs.text import STOP_WORDS
 
     return {
         word[:_STEM_CHARS]
@@ -231,7 +231,7 @@ def question_features(text: str) -> set[str]:
     words cut to their first letters (stop words left out), ``#`` for a number, ``Name``
     for a capitalised word after the first and the symbols other than punctuation
     (``*``, ``+``)."""
-    from loopgraphs.toolkits.search import STOP_WORDS
+    from loopgraphs.text import STOP_WORDS
 
     features = set()
     for position, token in enumerate(re.findall(r"\w+|[^\w\s]", clip(text))):

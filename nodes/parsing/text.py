@@ -6,11 +6,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage
 
 from loopgraphs.nodes.parsing import MAX_PARSE_CHARS
+from loopgraphs.text import content_text
 
 FINAL_ANSWER_RE = re.compile(r"FINAL[ _]ANSWER\s*:[ \t]*", re.IGNORECASE)
 ITEM_LABELS = r"(?:step|thought|option|idea|candidate|branch|path)"
@@ -20,21 +20,6 @@ ITEM_SEPARATORS = ".):"
 def clip(text: str, limit: int = MAX_PARSE_CHARS) -> str:
     """Cut text to the size the parsers look at."""
     return text if len(text) <= limit else text[:limit]
-
-
-def content_text(content: Any) -> str:
-    """Flatten message content (a string or a list of content blocks) to text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-        return "".join(parts)
-    return "" if content is None else str(content)
 
 
 def tidy(text: str) -> str:
@@ -54,14 +39,6 @@ def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> st
     """The text after an answer marker, or the whole reply when the marker is absent."""
     found = after_marker(text, pattern)
     return found if found else text.strip()
-
-
-def question_text(messages: Sequence[AnyMessage]) -> str:
-    """The text of the latest user message (the last message when there is none)."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return content_text(message.content).strip()
-    return content_text(messages[-1].content).strip() if messages else ""
 
 
 # Where providers say a reply stopped at its token cap.

@@ -19,8 +19,9 @@ from loopgraphs.nodes.parsing.answers import (
     normalise_reflection,
     parse_verdict,
 )
-from loopgraphs.nodes.parsing.text import content_text, question_text
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.runner import run_sync
+from loopgraphs.text import question_text
 from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.support.scripts import model_for
 

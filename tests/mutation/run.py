@@ -223,7 +223,7 @@ GROUPS = (
     ),
     Group(
         "parsing",
-        ("nodes/parsing/react.py", "nodes/parsing/text.py"),
+        ("nodes/parsing/react.py", "nodes/parsing/text.py", "text.py"),
         ("tests/unit/nodes/parsing/test_fuzz_parsers.py", *MUTATION_FOUND),
     ),
     Group(

@@ -1,0 +1,68 @@
+"""Plain text that every layer reads: the text of a message, the question a conversation
+asks, and the words left out when texts are matched by their words.
+
+It sits below the state, the parsers and the tools, which all use it, and imports
+nothing of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage
+
+# Left out of word matching: by the search tool's ranking, and by the parsers that match
+# a question with a tool's worked examples, so that both read a question alike.
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "did",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+    }
+)
+
+
+def content_text(content: Any) -> str:
+    """Flatten message content (a string or a list of content blocks) to text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+        return "".join(parts)
+    return "" if content is None else str(content)
+
+
+def question_text(messages: Sequence[AnyMessage]) -> str:
+    """The text of the latest user message (the last message when there is none)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return content_text(message.content).strip()
+    return content_text(messages[-1].content).strip() if messages else ""
