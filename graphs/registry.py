@@ -15,6 +15,7 @@ from loopgraphs.graphs.react import create_react_graph
 from loopgraphs.graphs.reflexion import create_reflexion_graph
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
+from loopgraphs.nodes.settings import declare_loop
 
 Factory = Callable[..., CompiledStateGraph[Any, Any, Any, Any]]
 
@@ -32,6 +33,9 @@ class LoopSpec:
         budget_default: That keyword's default.
         studio_options: Options of the graph served to LangGraph Studio (sized for the
             small local model).
+
+    Making a spec declares the loop's own keywords to ``make_settings``, which lists them
+    when a factory is given a keyword it does not know.
     """
 
     name: str
@@ -41,6 +45,9 @@ class LoopSpec:
     budget_option: str
     budget_default: int
     studio_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        declare_loop(self.name, self.factory)
 
     def build(
         self, model: Any, tools: Any = (), **options: Any

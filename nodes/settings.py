@@ -275,15 +275,20 @@ def _check_timeout(value: Any) -> float | None:
     raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {value!r}")
 
 
-def _own_keywords(loop: str) -> list[str]:
-    """The keywords of a loop's factory besides the shared options (its budgets)."""
-    from loopgraphs.graphs.registry import LOOP_SPECS  # the registry imports every loop
+_own_keywords: dict[str, list[str]] = {}
 
-    spec = LOOP_SPECS.get(loop)
-    if spec is None:
-        return []
-    parameters = inspect.signature(spec.factory).parameters.values()
-    return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+def declare_loop(loop: str, factory: Callable[..., Any]) -> None:
+    """Record the keywords of a loop's factory besides the shared options (its budgets),
+    which the error for an unknown keyword lists. The loop registry, above the nodes,
+    declares each of its loops here.
+
+    Args:
+        loop: The loop's registry name.
+        factory: Its ``create_*_graph`` function.
+    """
+    parameters = inspect.signature(factory).parameters.values()
+    _own_keywords[loop] = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
 def make_settings(
@@ -312,7 +317,7 @@ def make_settings(
     unknown = sorted(set(options) - known)
     if unknown:
         names = ", ".join(repr(name) for name in unknown)
-        own = ", ".join(_own_keywords(loop))
+        own = ", ".join(_own_keywords.get(loop, []))
         raise TypeError(
             f"unexpected keyword argument {names} for {loop}; accepted: {own}"
             f"{'; ' if own else ''}and the shared options {', '.join(sorted(known))}"
