@@ -39,7 +39,8 @@ from loopgraphs.eval.server import (
     evaluate_server,
     run_context,
 )
-from loopgraphs.eval.suites import DEFAULT_SEED, MULTIHOP_TEMPLATES, SUITES, Task, make_suite
+from loopgraphs.eval.suites import DEFAULT_SEED, MULTIHOP_TEMPLATES, SUITES, make_suite
+from loopgraphs.eval.task import Task
 
 __all__ = [
     "DEFAULT_SEED",

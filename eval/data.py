@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from loopgraphs.eval.suites import DEFAULT_SEED, SUITES, Task, make_suite
+from loopgraphs.eval.suites import DEFAULT_SEED, SUITES, make_suite
+from loopgraphs.eval.task import Task
 
 if TYPE_CHECKING:
     from typing import TypeAlias

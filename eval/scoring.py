@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from loopgraphs.eval.report import RunResult
-    from loopgraphs.eval.suites import Task
+    from loopgraphs.eval.task import Task
 
 Expected = str | list[str]
 """What a row expects: one answer, or a list of acceptable answers."""

@@ -20,11 +20,10 @@ cannot score.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
 
 from loopgraphs.eval.scoring import contains_phrase, normalise
+from loopgraphs.eval.task import Task
 from loopgraphs.toolkits import load_knowledge_base
 from loopgraphs.toolkits.knowledge import render_fact
 
@@ -53,27 +52,6 @@ MULTIHOP_TEMPLATES: tuple[tuple[str, str, str], ...] = (
     ("mayor", "born_year", "In which year was the mayor of {name} born?"),
 )
 """Two-hop question templates: ``(first relation, second relation, question)``."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One question of a suite.
-
-    Attributes:
-        id: Unique within the suite, e.g. ``"multihop-007"``.
-        suite: The suite's name.
-        question: The text sent to the loop as the user message.
-        answer: The expected answer (``"true"`` for a true claim of ``verify``).
-        aliases: Other answers accepted as equally correct.
-        metadata: The other keys of the row the task was read from (own data only).
-    """
-
-    id: str
-    suite: str
-    question: str
-    answer: str
-    aliases: tuple[str, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 def _arithmetic_item(rng: random.Random) -> tuple[str, int]:
