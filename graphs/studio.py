@@ -1,4 +1,4 @@
-"""Compiled graphs for LangGraph Studio and ``langgraph dev`` (listed in langgraph.json).
+"""Graphs for LangGraph Studio and ``langgraph dev`` (listed in langgraph.json).
 
 Each graph is built without a model: the model, tool mode, tools and budget come from the
 run's context (``LoopContext``), defaulting to the embedded local model and the
@@ -8,12 +8,18 @@ default model is loaded in a worker thread on the first run that needs it, so th
 context. The budgets are sized for a small local model; build your own graph for larger
 ones.
 
-There is one module-level graph per loop of the registry, named as the loop
-(``studio.react``, ...), which is what langgraph.json points at.
+There is one module-level graph factory per loop of the registry, named as the loop
+(``studio.react``, ...), which is what langgraph.json points at. ``langgraph dev`` calls
+a factory of no arguments for the graph and awaits what it returns, so importing this
+module builds nothing, and each graph is built on its first request, in a worker thread
+(building the search tool's index blocks), and kept (``studio_graph``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -23,10 +29,39 @@ from loopgraphs.toolkits import get_tools
 
 STUDIO_TOOLS = ("calculator", "search")
 
-GRAPHS: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
-    name: spec.build(None, get_tools(STUDIO_TOOLS), name=name, **spec.studio_options)
-    for name, spec in LOOP_SPECS.items()
-}
+StudioGraph = CompiledStateGraph[Any, Any, Any, Any]
 
-globals().update(GRAPHS)
-__all__ = ["GRAPHS", "STUDIO_TOOLS", *GRAPHS]
+_built: dict[str, StudioGraph] = {}
+_building = threading.Lock()
+
+
+def studio_graph(loop: str) -> StudioGraph:
+    """The Studio graph of a loop, built on first use and the same one after that.
+
+    Args:
+        loop: The loop's registry name.
+
+    Returns:
+        The compiled graph, named as the loop.
+    """
+    with _building:
+        if loop not in _built:
+            spec = LOOP_SPECS[loop]
+            tools = get_tools(STUDIO_TOOLS)
+            _built[loop] = spec.build(None, tools, name=loop, **spec.studio_options)
+        return _built[loop]
+
+
+def _factory(loop: str) -> Callable[[], Coroutine[Any, Any, StudioGraph]]:
+    """A graph factory of no arguments for langgraph.json, named as the loop."""
+
+    async def factory() -> StudioGraph:
+        return await asyncio.to_thread(studio_graph, loop)
+
+    factory.__name__ = factory.__qualname__ = loop
+    factory.__doc__ = f"The {loop} loop for Studio (``studio_graph({loop!r})``)."
+    return factory
+
+
+globals().update({loop: _factory(loop) for loop in LOOP_SPECS})
+__all__ = ["STUDIO_TOOLS", "studio_graph", *LOOP_SPECS]

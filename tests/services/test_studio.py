@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import sys
@@ -31,8 +32,10 @@ def test_langgraph_json_lists_every_loop():
     for name, target in config["graphs"].items():
         path, attribute = target.split(":")
         assert path == "./graphs/studio.py" and attribute == name
-        assert isinstance(getattr(studio, name), CompiledStateGraph)
-        assert getattr(studio, name).get_name() == name
+        # A factory of no arguments, whose result langgraph dev awaits for the graph.
+        graph = asyncio.run(getattr(studio, name)())
+        assert isinstance(graph, CompiledStateGraph) and graph.get_name() == name
+        assert studio.studio_graph(name) is graph
 
 
 @needs_langgraph_dev
