@@ -23,6 +23,7 @@ from loopgraphs.models import (
     gguf_cache_dir,
     gguf_file,
 )
+from tests.package_modules import package_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = b"GGUF" + bytes(range(256)) * 40
@@ -170,3 +171,25 @@ def test_the_extras_install_what_they_promise():
     setuptools = project["tool"]["setuptools"]
     assert "loopgraphs.toolkits.data" in setuptools["packages"]
     assert setuptools["package-data"]["loopgraphs.toolkits.data"] == ["*.json"]
+
+
+def test_every_package_is_listed_for_setuptools():
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {name for name, path in package_modules().items() if path.stem == "__init__"}
+    assert packages <= set(listed["packages"])
+
+
+def test_the_command_runs_as_a_module_and_as_the_console_script():
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"] == {"loopgraphs": "loopgraphs.cli:main"}
+    assert callable(cli.main)
+    done = subprocess.run(
+        [sys.executable, "-m", "loopgraphs.cli", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "plan_execute" in done.stdout, done.stderr
