@@ -18,7 +18,15 @@ from tests.package_modules import package_modules
 # Lowest first: a layer's modules may import from their own layer and those below. A
 # name ending in ``.*`` stands for a package and every module in it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("loopgraphs.text", "loopgraphs.process_hooks", "loopgraphs.prompts")),
+    (
+        "base",
+        (
+            "loopgraphs.text",
+            "loopgraphs.process_hooks",
+            "loopgraphs.prompts",
+            "loopgraphs.internals",
+        ),
+    ),
     ("models", ("loopgraphs.models.*",)),
     ("toolkits", ("loopgraphs.toolkits.*",)),
     ("state", ("loopgraphs.state", "loopgraphs.context")),
