@@ -23,7 +23,7 @@ from loopgraphs.models import (
     gguf_cache_dir,
     gguf_file,
 )
-from tests.package_modules import package_modules
+from tests.support.package_modules import package_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = b"GGUF" + bytes(range(256)) * 40

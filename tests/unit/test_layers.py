@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.package_modules import package_modules
+from tests.support.package_modules import package_modules
 
 # Lowest first: a layer's modules may import from their own layer and those below. A
 # name ending in ``.*`` stands for a package and every module in it.

@@ -15,7 +15,7 @@ import pytest
 from loopgraphs import process_hooks
 from loopgraphs.models import local_server
 from loopgraphs.nodes import call_tool, tool_step
-from tests.package_modules import ROOT, package_modules
+from tests.support.package_modules import ROOT, package_modules
 
 # Records every exit and fork hook, then imports the modules named by its argument.
 IMPORT_EVERYTHING = """

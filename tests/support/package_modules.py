@@ -6,7 +6,7 @@ from pathlib import Path
 
 from setuptools import find_packages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def package_modules() -> dict[str, Path]:
