@@ -17,6 +17,7 @@ from langgraph.managed import RemainingSteps
 from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
+from loopgraphs.deprecation import renamed
 from loopgraphs.internals import Channels, reduced, takes_last_write
 from loopgraphs.text import question_text
 
@@ -119,7 +120,7 @@ class StructuredOutput(TypedDict, total=False):
     structured_response: Any
 
 
-class Scratch(TypedDict, total=False):
+class Bookkeeping(TypedDict, total=False):
     """A run's bookkeeping, kept in the single state key ``scratch`` (one channel instead
     of one per value: LangGraph copies every channel whenever a router reads the state).
 
@@ -154,7 +155,7 @@ class Scratch(TypedDict, total=False):
     hook_ended: bool
 
 
-def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
+def merge_scratch(left: Bookkeeping | None, right: Bookkeeping | None) -> Bookkeeping:
     """Reducer: a node's ``scratch`` update replaces the values it names; one holding a
     ``fence`` (only a run's first step makes one) starts the new run's bookkeeping afresh."""
     if right and "fence" in right:
@@ -162,16 +163,16 @@ def merge_scratch(left: Scratch | None, right: Scratch | None) -> Scratch:
     return {**(left or {}), **(right or {})}  # type: ignore[typeddict-item]
 
 
-def scratch_of(state: Mapping[str, Any]) -> Scratch:
+def scratch_of(state: Mapping[str, Any]) -> Bookkeeping:
     """The run's bookkeeping (empty before the run has started)."""
-    found: Scratch | None = state.get("scratch")
+    found: Bookkeeping | None = state.get("scratch")
     return found or {}
 
 
 class RunState(TypedDict, total=False):
     """The run's bookkeeping and LangGraph's count of the steps it has left."""
 
-    scratch: Annotated[Scratch, merge_scratch]
+    scratch: Annotated[Bookkeeping, merge_scratch]
     remaining_steps: RemainingSteps
 
 
@@ -186,9 +187,9 @@ class ReActState(TotalsOutput, RunState, total=False):
 
 class InnerReActOutput(TotalsOutput, total=False):
     """What a ReAct run inside another loop returns to it: also the run's bookkeeping,
-    which says whether a middleware hook ended it (``Scratch.hook_ended``)."""
+    which says whether a middleware hook ended it (``Bookkeeping.hook_ended``)."""
 
-    scratch: Annotated[Scratch, merge_scratch]
+    scratch: Annotated[Bookkeeping, merge_scratch]
 
 
 COUNTERS = ("llm_calls", "retries", "usage")
@@ -345,3 +346,6 @@ def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any]
     if any(m.id is not None and m.id in have for m in new):
         return None
     return [*(current or ()), *new]
+
+
+__getattr__ = renamed(__name__, {"Scratch": "Bookkeeping"})

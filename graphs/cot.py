@@ -18,15 +18,15 @@ from typing_extensions import Unpack
 from loopgraphs import prompts
 from loopgraphs.nodes.answer_check import settle_answer, unusable
 from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.driver import Logic, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, ModelBatch, add_step
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import LoopState, OutputState, scratch_of
@@ -96,7 +96,7 @@ def build_cot(
         return update
 
     def generate(state: CoTState, step: Step) -> Logic:
-        ask, form = step.ask(state), Form(prompts.COT_SYSTEM)
+        ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
         call = ask.call(state["messages"], form)
         if not voting:
             reply, update = yield from call_model(call)

@@ -29,7 +29,7 @@ from loopgraphs import prompts
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.call_tool import call_key, fence_output, unfence
+from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import (
     answer_message,
     call_model,
@@ -37,7 +37,7 @@ from loopgraphs.nodes.generate import (
     spent_together,
 )
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import (
     MAX_CLAIMS,
@@ -50,7 +50,6 @@ from loopgraphs.nodes.parsing.critic import (
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -60,6 +59,7 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import Level, structured_call
+from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -262,7 +262,7 @@ def build_critic(
     def generate(state: CriticState, step: Step) -> Logic:
         run = step.run
         ask = step.ask(state)
-        history, form = conversation_of(state), Form(prompts.CHAT_SYSTEM)
+        history, form = conversation_of(state), RequestForm(prompts.CHAT_SYSTEM)
         first, update = yield from call_model(ask.call(history, form))
         reply, shown, update = yield from short_again(ask, history, form, first, update)
         if cut_short(reply):  # asked again and still cut: no draft to check
@@ -325,7 +325,7 @@ def build_critic(
                 data = value.model_dump() if isinstance(value, BaseModel) else value
                 written = checks(state, run, _critique_of(data, text), text)
                 return {**result.state_update(), **round_update, **written}
-        form = Form(_text_critique_text, tools="prompt")
+        form = RequestForm(_text_critique_text, tools="prompt")
         asked = [*conversation_of(state), request]
         reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
         if require and not parse_critique(content_text(reply.content)).claims:
@@ -382,10 +382,10 @@ def build_critic(
         system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
         earlier = state.get("draft", "")
         request = HumanMessage(prompts.REVISE_REQUEST.format(draft=earlier, results=results))
-        form, offered = Form(system), []
+        form, offered = RequestForm(system), []
         if guided:
             schema = revision_schema(request_of(state), earlier, checked)
-            form = Form(system, tools="schema", schema=lambda tools, require: schema)
+            form = RequestForm(system, tools="schema", schema=lambda tools, require: schema)
             offered = run.tools.tools
         ask = step.ask(state)
         history = [*conversation_of(state), request]

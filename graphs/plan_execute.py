@@ -39,8 +39,9 @@ from loopgraphs.graphs.react_subgraph import (
     tool_work,
 )
 from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.driver import Logic, add_step, node_callable
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.plans import (
     clean_steps,
     plan_from_text,
@@ -50,7 +51,6 @@ from loopgraphs.nodes.parsing.plans import (
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, add_step, node_callable
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -409,7 +409,7 @@ def build_plan_execute(
                 )
             )
         ]
-        ask, form = step.ask(state), Form(prompts.SYNTHESIZE_SYSTEM)
+        ask, form = step.ask(state), RequestForm(prompts.SYNTHESIZE_SYSTEM)
         reply, update = yield from call_model(ask.call(request, form))
         reply, _, update = yield from short_again(ask, request, form, reply, update)
         cut = cut_short(reply)

@@ -26,8 +26,9 @@ from loopgraphs import prompts
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
 from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
 from loopgraphs.nodes.parsing.text import (
     best_effort_answer,
@@ -37,7 +38,6 @@ from loopgraphs.nodes.parsing.text import (
 )
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -184,7 +184,9 @@ def build_react(
                 question=question, trace=trace, draft=state.get("answer", "")
             )
         )
-        call = step.ask(state).call([request], Form(prompts.SYNTHESIZE_SYSTEM), with_system=False)
+        call = step.ask(state).call(
+            [request], RequestForm(prompts.SYNTHESIZE_SYSTEM), with_system=False
+        )
         reply, update = yield from call_model(call)
         text = "" if cut_short(reply) else content_text(reply.content).strip()
         text = text or state.get("answer", "")

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
-from loopgraphs.nodes.call_tool import EARLIER_CALLS, earlier_calls
-from loopgraphs.nodes.runner import Call
+from loopgraphs.nodes.driver import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.tool_guard import EARLIER_CALLS, earlier_calls
 from loopgraphs.state import empty_usage, scratch_of
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a

@@ -31,14 +31,14 @@ from typing_extensions import TypedDict, Unpack
 from loopgraphs import prompts
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import call_model
-from loopgraphs.nodes.model_call import Asker, ModelCall, asking
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -104,12 +104,12 @@ def evaluation_record(evaluation: Evaluation | None) -> Verdict:
 
 
 def evaluate_answer(
-    model: Asker | BaseChatModel, question: str, answer: str, *, max_calls: int = 2
+    model: ModelCaller | BaseChatModel, question: str, answer: str, *, max_calls: int = 2
 ) -> Generator[ModelCall, Any, tuple[Evaluation | None, StructuredResult]]:
     """Judge ``answer`` to ``question``.
 
     Args:
-        model: The node's ``Asker`` (its model and middleware), or a chat model.
+        model: The node's ``ModelCaller`` (its model and middleware), or a chat model.
         question: The user's question.
         answer: The answer to judge (cut to 8,000 characters).
         max_calls: Most model replies spent (a reformat retry needs 2).
@@ -139,12 +139,12 @@ def evaluate_answer(
 
 
 def reflect_on(
-    model: Asker | BaseChatModel, question: str, answer: str, feedback: str
+    model: ModelCaller | BaseChatModel, question: str, answer: str, feedback: str
 ) -> Generator[ModelCall, Any, tuple[str, dict[str, Any]]]:
     """Write a reflection on a rejected answer with one model call.
 
     Args:
-        model: The node's ``Asker`` (its model and middleware), or a chat model.
+        model: The node's ``ModelCaller`` (its model and middleware), or a chat model.
         question: The user's question.
         answer: The rejected answer (cut to 8,000 characters).
         feedback: The evaluator's feedback.
@@ -162,7 +162,7 @@ def reflect_on(
             feedback=feedback.strip() or "none given",
         )
     )
-    call = asking(model).call([request], Form(prompts.REFLECT_SYSTEM), with_system=False)
+    call = caller_for(model).call([request], RequestForm(prompts.REFLECT_SYSTEM), with_system=False)
     reply, update = yield from call_model(call)
     text = normalise_reflection(content_text(reply.content))
     if not text:

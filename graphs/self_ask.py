@@ -57,18 +57,18 @@ from loopgraphs.graphs.self_ask_guided import (
 )
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.call_tool import unfence
+from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
     answer_message,
-    asker,
     call_model,
     loop_prompt,
+    node_caller,
     short_again,
     spent_together,
 )
 from loopgraphs.nodes.grounding import tool_for
-from loopgraphs.nodes.model_send import Form, as_written
+from loopgraphs.nodes.model_send import RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     SelfAskTurn,
@@ -80,7 +80,6 @@ from loopgraphs.nodes.parsing.self_ask import (
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
 from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import (
     LoopSettings,
     ToolLoopOptions,
@@ -89,6 +88,7 @@ from loopgraphs.nodes.settings import (
     make_settings,
 )
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.tool_guard import unfence
 from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -144,13 +144,13 @@ def _args_text(args: Any) -> str:
 
 
 @lru_cache(maxsize=64)
-def self_ask_form(mode: str) -> Form:
+def self_ask_form(mode: str) -> RequestForm:
     """How a Self-Ask turn in ``mode`` is sent: native mode binds the tools; json and text
     modes describe them in the instructions, rendered from the request's tools, and show
     the transcript in the grammar (see ``self_ask_view``)."""
     if mode == "native":
-        return Form(lambda tools: self_ask_text(tools, mode), tools="bind")
-    return Form(
+        return RequestForm(lambda tools: self_ask_text(tools, mode), tools="bind")
+    return RequestForm(
         lambda tools: self_ask_text(tools, mode),
         tools="prompt",
         render=lambda messages, tools: self_ask_view(messages),
@@ -300,7 +300,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
     ) -> Logic:
         """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
-        ask = asker(run, state, runtime)
+        ask = node_caller(run, state, runtime)
         tools = run.tools.tools if mode != "none" else []
         rejected = 0
         if mode == "native":
@@ -331,7 +331,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         mode = state.get("tool_mode") or "text"
         choice = guided_choice(run)
         tool = tool_for(run.tools, request_of(state), choice)
-        ask = asker(run, state, runtime)
+        ask = node_caller(run, state, runtime)
         answered = any(f.get("tool") for f in state.get("follow_ups", []))
         require = None if final or answered else choice
         rejected = 0
@@ -383,7 +383,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             mode = state.get("tool_mode") or "text"
             question, result = str(last["question"]), str(last["answer"])
             messages, form = read_request(mode, question, result, fence)
-            call = asker(run, state, runtime).call(messages, form, tools=run.tools.tools)
+            call = node_caller(run, state, runtime).call(messages, form, tools=run.tools.tools)
             reply, spent = yield from call_model(call)
             said = read_of(reply)
             if copies_example(said, f"{last['question']} {last['answer']}"):
@@ -459,7 +459,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             mode = state.get("tool_mode") or "text"
             tool = tool_for(run.tools, request_of(state), guided_choice(run))
             form = guided_form(mode, tool, final=True, grounded=None)
-            ask = asker(run, state, runtime)
+            ask = node_caller(run, state, runtime)
             again, shown, update = yield from short_again(ask, messages, form, reply, update)
             answer = final_of(again)
         evidence = " ".join(f"{f['question']} {f['answer']}" for f in follow_ups)

@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from loopgraphs import prompts
-from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.grounding import (
     QUESTION_WORDS,
     WORD_RE,
@@ -30,7 +29,7 @@ from loopgraphs.nodes.grounding import (
     takes_one_input,
     words_of,
 )
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     open_json_field,
@@ -40,6 +39,7 @@ from loopgraphs.nodes.parsing.self_ask import (
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_guard import fence_output
 from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -156,7 +156,7 @@ def guided_text(tools: ToolRegistry, mode: str, tool: str) -> str:
     return text
 
 
-def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None) -> Form:
+def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None) -> RequestForm:
     """How a guided turn is sent: in json mode, given what it is ``grounded`` in (see
     ``grounding``), constrained to a follow-up (or, ``final``, to the final answer); the
     tools described in the text otherwise."""
@@ -168,7 +168,7 @@ def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None
         return follow_up_schema(tools, require, words, held, answer)
 
     kind: Any = "schema" if mode == "json" and grounded is not None else "prompt"
-    return Form(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
+    return RequestForm(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
 
 
 def scratchpad(question: str, steps: Sequence[tuple[str, str]]) -> str:
@@ -216,7 +216,7 @@ def worked_example(mode: str, tools: ToolRegistry, tool: str) -> list[AnyMessage
 
 def read_request(
     mode: str, question: str, result: str, fence: str
-) -> tuple[list[AnyMessage], Form]:
+) -> tuple[list[AnyMessage], RequestForm]:
     """The request to read a follow-up's intermediate answer from its tool result (the
     sentences that share the most words with the question, fenced), after the worked
     example's first follow-up read the same way, and how it is sent: in json mode
@@ -235,10 +235,10 @@ def read_request(
     ]
     system = prompts.SELF_ASK_READ_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
     if mode != "json":
-        return messages, Form(system)
+        return messages, RequestForm(system)
     found = words_of(shown)
     words = tuple(new_words(found, question) or found)
-    form = Form(
+    form = RequestForm(
         system,
         tools="schema",
         schema=lambda tools, require: answer_schema("self_ask_read", "answer", words),

@@ -28,15 +28,15 @@ from loopgraphs import prompts
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.driver import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
-from loopgraphs.nodes.model_send import Form
+from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.runner import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
@@ -202,7 +202,7 @@ def build_tot(
         branch = payload["branch"]
         problem = request_of(state)
         ask = step.ask(state)
-        form = Form(prompts.TOT_SYSTEM)
+        form = RequestForm(prompts.TOT_SYSTEM)
         path = list(branch["thoughts"])
         shown = render_path(path)
         small = needs_guided_steps(run.chat_model)
@@ -305,7 +305,7 @@ def build_tot(
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
         reply, update = yield from call_model(
-            step.ask(state).call([HumanMessage(text)], Form(prompts.TOT_SYSTEM))
+            step.ask(state).call([HumanMessage(text)], RequestForm(prompts.TOT_SYSTEM))
         )
         said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said

@@ -30,8 +30,9 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import JsonDict
 
 from loopgraphs import prompts
+from loopgraphs.nodes.driver import ModelBatch
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.model_call import Asker, ModelCall
+from loopgraphs.nodes.model_call import ModelCall, ModelCaller
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import (
     MAX_SCORE,
@@ -41,7 +42,6 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_score,
     parse_scores,
 )
-from loopgraphs.nodes.runner import ModelBatch
 from loopgraphs.nodes.structured import StructuredResult, structured_call, with_bounds
 from loopgraphs.state import add_usage, empty_usage
 
@@ -103,7 +103,7 @@ def _check_answered(result: StructuredResult) -> None:
 
 
 def score_one(
-    model: Asker | BaseChatModel,
+    model: ModelCaller | BaseChatModel,
     problem: str,
     path: Sequence[str],
     thought: str,
@@ -113,7 +113,7 @@ def score_one(
     """Rate one proposed step (``thought``) after the steps in ``path``.
 
     Args:
-        model: The node's ``Asker`` (the caller's system prompt goes first), or a chat
+        model: The node's ``ModelCaller`` (the caller's system prompt goes first), or a chat
             model.
         problem: The task being solved.
         path: The steps before ``thought``.
@@ -145,7 +145,7 @@ def score_one(
 
 
 def score_all(
-    model: Asker | BaseChatModel,
+    model: ModelCaller | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
     *,
@@ -154,7 +154,7 @@ def score_all(
     """Rate every candidate of a level in one call.
 
     Args:
-        model: The node's ``Asker`` (the caller's system prompt goes first), or a chat
+        model: The node's ``ModelCaller`` (the caller's system prompt goes first), or a chat
             model.
         problem: The task being solved.
         candidates: Each candidate's whole line of reasoning (its last step is the new one).
@@ -190,7 +190,7 @@ def score_all(
 
 
 def score_each(
-    model: Asker | BaseChatModel,
+    model: ModelCaller | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
 ) -> Generator[ModelBatch, Any, tuple[list[int], dict[str, Any]]]:

@@ -14,8 +14,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from loopgraphs.nodes.call_tool import unfence
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
+from loopgraphs.nodes.tool_guard import unfence
 
 _MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
 

@@ -24,10 +24,10 @@ from typing_extensions import TypedDict
 from loopgraphs import prompts
 from loopgraphs.context import LoopContext
 from loopgraphs.internals import is_managed, omits_from
+from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.hooks import LoopGraph, wire
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route
-from loopgraphs.nodes.runner import Logic, add_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import schema_name, structured_call

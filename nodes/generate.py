@@ -11,30 +11,37 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.runtime import Runtime
 
 from loopgraphs import prompts
-from loopgraphs.nodes.model_call import Asker, ModelCall, call_model
-from loopgraphs.nodes.model_send import RAW_REPLY, Form
+from loopgraphs.deprecation import renamed
+from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
+from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import add_usage
 
+__getattr__ = renamed(__name__, {"asker": "node_caller"})
+
 __all__ = [
     "answer_message",
-    "asker",
     "call_model",
     "loop_prompt",
+    "node_caller",
     "short_again",
     "shown_as",
     "user_system",
 ]
 
 
-def asker(run: LoopSettings, state: Mapping[str, Any], runtime: Runtime[Any] | None) -> Asker:
+def node_caller(
+    run: LoopSettings, state: Mapping[str, Any], runtime: Runtime[Any] | None
+) -> ModelCaller:
     """The model calls of one node run: the run's model, the caller's system prompt (as
     the state makes it), the state and runtime the requests carry, and the run's
     ``wrap_model_call`` middleware."""
     known = None if run.middleware.tool_wrapper else run.known_tools
     system = user_system(run, state)
-    return Asker(run.chat_model, system, state, runtime, run.model_chain, known, run.agent_name)
+    return ModelCaller(
+        run.chat_model, system, state, runtime, run.model_chain, known, run.agent_name
+    )
 
 
 def answer_message(reply: AIMessage, answer: str) -> AIMessage:
@@ -85,9 +92,9 @@ def spent_together(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[
 
 
 def short_again(
-    ask: Asker,
+    ask: ModelCaller,
     history: Sequence[AnyMessage],
-    form: Form,
+    form: RequestForm,
     reply: AIMessage,
     spent: Mapping[str, Any],
 ) -> Generator[ModelCall, Any, tuple[AIMessage, list[AnyMessage], dict[str, Any]]]:
@@ -95,7 +102,7 @@ def short_again(
     token cap (see ``cut_short``).
 
     Args:
-        ask: The node's ``Asker``.
+        ask: The node's ``ModelCaller``.
         history: The messages ``reply`` answered.
         form: The form of the first request (its instructions).
         reply: The model's reply.

@@ -39,9 +39,9 @@ from langgraph.types import Send
 
 from loopgraphs.internals import Channels, declared_jumps, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
+from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.nodes.runner import keeps_totals, node_callable, takes_runtime
 from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"

@@ -2,7 +2,7 @@
 
 A loop asks for a reply by yielding a ``ModelCall``: a LangChain ``ModelRequest`` (model,
 messages, the caller's system message, tools, tool choice, response format, state,
-runtime) and the ``Form`` of the loop's call (its own instructions, and how the request's
+runtime) and the ``RequestForm`` of the loop's call (its own instructions, and how the request's
 tools reach the model; see ``loopgraphs.nodes.model_send``). The request goes through the
 run's ``wrap_model_call`` chain (LangChain middleware, the first one outermost; empty
 without middleware), and the innermost handler sends it.
@@ -28,9 +28,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
-from loopgraphs.nodes.model_send import PLAIN, Form, prepare
+from loopgraphs.nodes.model_send import PLAIN, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
 
@@ -115,7 +116,7 @@ class ModelCall:
     """One model request of a loop, sent through the run's middleware chain."""
 
     request: ModelRequest[Any]
-    form: Form = PLAIN
+    form: RequestForm = PLAIN
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
     name: str | None = None
@@ -215,11 +216,11 @@ def _truncated_reply(exc: Exception, spent: Spent) -> AIMessage:
 
 
 @dataclass(frozen=True)
-class Asker:
+class ModelCaller:
     """Makes one node's model calls: the run's model, the caller's system message, the
     state and runtime the requests carry, and the run's middleware chain.
 
-    A bare chat model works too (``Asker(model)``): no system message, no middleware.
+    A bare chat model works too (``ModelCaller(model)``): no system message, no middleware.
     """
 
     model: BaseChatModel
@@ -233,7 +234,7 @@ class Asker:
     def call(
         self,
         messages: Sequence[BaseMessage],
-        form: Form = PLAIN,
+        form: RequestForm = PLAIN,
         *,
         tools: Sequence[Any] = (),
         tool_choice: Any = None,
@@ -270,9 +271,9 @@ class Asker:
         return ModelCall(request, form, self.chain, known, self.name)
 
 
-def asking(model: Asker | BaseChatModel) -> Asker:
-    """An ``Asker`` for a bare chat model (no system message, no middleware)."""
-    return model if isinstance(model, Asker) else Asker(model)
+def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:
+    """An ``ModelCaller`` for a bare chat model (no system message, no middleware)."""
+    return model if isinstance(model, ModelCaller) else ModelCaller(model)
 
 
 def call_model(call: ModelCall) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
@@ -281,14 +282,16 @@ def call_model(call: ModelCall) -> Generator[ModelCall, Any, tuple[AIMessage, di
     return outcome.reply, outcome.update
 
 
+__getattr__ = renamed(__name__, {"Asker": "ModelCaller", "asking": "caller_for"})
+
 __all__ = [
-    "Asker",
     "ModelCall",
+    "ModelCaller",
     "ModelChain",
     "Outcome",
     "as_outcome",
-    "asking",
     "call_model",
+    "caller_for",
     "named",
     "spent_on",
 ]

@@ -3,7 +3,7 @@
 - with a ``response_format`` (a structured-output level): ``ToolStrategy`` binds the
   schema as the only tool and makes the model call it, ``ProviderStrategy`` asks for
   provider-enforced JSON (``with_structured_output(method="json_schema")``);
-- ``Form.tools == "bind"``: ``model.bind_tools(request.tools, tool_choice=...)`` (native
+- ``RequestForm.tools == "bind"``: ``model.bind_tools(request.tools, tool_choice=...)`` (native
   function calling; no tools: a plain call);
 - ``"schema"``: one JSON action constrained to ``request.tools`` (json mode);
 - ``"prompt"``: the tools are only described in the prompt (text mode, Self-Ask's text
@@ -29,6 +29,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -40,7 +41,7 @@ Schema = Callable[[ToolRegistry, str | None], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class Form:
+class RequestForm:
     """How the innermost handler sends a loop's request.
 
     Attributes:
@@ -65,14 +66,14 @@ class Form:
     schema: Schema | None = None
 
 
-PLAIN = Form()
+PLAIN = RequestForm()
 
 
 Reader = Callable[[Any], ModelResponse]
 
 
 def prepare(
-    request: ModelRequest[Any], form: Form, known: frozenset[str] | None = None
+    request: ModelRequest[Any], form: RequestForm, known: frozenset[str] | None = None
 ) -> tuple[Runnable[Any, Any], list[Any], Reader]:
     """The runnable to call, its input and how to read its output, for one request.
 
@@ -294,3 +295,6 @@ def action_schema(
         "description": "One step: call a tool, or give the final answer.",
         "schema": {"anyOf": alternatives},
     }
+
+
+__getattr__ = renamed(__name__, {"Form": "RequestForm"})

@@ -24,9 +24,9 @@ from langgraph.runtime import Runtime
 from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes import model_call
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
-from loopgraphs.nodes.generate import asker, shown_as
+from loopgraphs.nodes.generate import node_caller, shown_as
 from loopgraphs.nodes.model_call import ModelCall, as_outcome
-from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_modes import (
@@ -57,7 +57,7 @@ def model_turn(
     mode = state.get("tool_mode") or resolve_mode(settings)
     auto = settings.tool_mode == "auto"
     thoughts = writes_thoughts(model)
-    ask = asker(settings, state, runtime)
+    ask = node_caller(settings, state, runtime)
 
     def call(mode: str, *, constrained: bool = True) -> ModelCall:
         # Only json and text modes show a worked example, chosen for the first question.
@@ -100,13 +100,13 @@ def model_turn(
     return turn(outcome, mode, rejected)
 
 
-def interpret(mode: str, reply: AIMessage) -> Step:
+def interpret(mode: str, reply: AIMessage) -> ParsedReply:
     """Read one reply in the run's tool mode; the other grammar is tried as a fallback."""
     text = content_text(reply.content)
     if mode == "native":
         if reply.tool_calls:
-            return Step("action")
-        return Step("final", answer=final_answer_of(text))
+            return ParsedReply("action")
+        return ParsedReply("final", answer=final_answer_of(text))
     primary, secondary = (
         (parse_json_text, parse_react_text)
         if mode == "json"
@@ -140,7 +140,7 @@ def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -
     return {"input": args}
 
 
-def with_action(reply: AIMessage, step: Step, registry: ToolRegistry) -> AIMessage:
+def with_action(reply: AIMessage, step: ParsedReply, registry: ToolRegistry) -> AIMessage:
     """The model's text reply with its parsed action attached as a tool call; its content
     is the step's thought (what a chat view shows next to the call), the text the model
     wrote is kept in ``additional_kwargs[RAW_REPLY]`` (what the model reads back)."""

@@ -20,8 +20,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs.internals import state_channels, untraced_callable
+from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
 from loopgraphs.nodes.hooks import Wiring
-from loopgraphs.nodes.runner import LogicFactory, add_step, takes_runtime
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import scratch_of, state_after
 
@@ -127,7 +127,7 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
 
 def run_over(state: Mapping[str, Any]) -> bool:
     """Whether the run ends whatever the router would say: its status is "error", or a
-    middleware hook ended it (in a ReAct run inside the loop, see ``Scratch.hook_ended``)."""
+    middleware hook ended it (in a ReAct run inside the loop, see ``Bookkeeping.hook_ended``)."""
     return state.get("status") == "error" or bool(scratch_of(state).get("hook_ended"))
 
 

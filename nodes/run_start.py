@@ -15,9 +15,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from loopgraphs.nodes.driver import keeps_totals
 from loopgraphs.nodes.hooks import can_jump_to
 from loopgraphs.nodes.routing import Router, chosen_step
-from loopgraphs.nodes.runner import keeps_totals
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode

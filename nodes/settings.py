@@ -25,7 +25,6 @@ from langgraph.types import RetryPolicy
 from typing_extensions import TypedDict
 
 from loopgraphs.models import load_model
-from loopgraphs.nodes.call_tool import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
 from loopgraphs.nodes.errors import default_retry_policy
 from loopgraphs.nodes.middleware import Middlewares, check_middleware
 from loopgraphs.nodes.model_call import ModelChain
@@ -39,6 +38,7 @@ from loopgraphs.nodes.run_context import (
     note_modelless,
     tool_names,
 )
+from loopgraphs.nodes.tool_guard import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
 from loopgraphs.state import TOOL_MODES
 from loopgraphs.toolkits.registry import ToolRegistry
 

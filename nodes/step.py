@@ -1,6 +1,6 @@
 """What a loop step's logic is handed besides the state: ``Step``.
 
-The node runner (``loopgraphs.nodes.runner``) resolves the run's settings once when a
+The node runner (``loopgraphs.nodes.driver``) resolves the run's settings once when a
 step starts and hands them to the step's logic with the step's runtime and config, so no
 logic looks them up again.
 """
@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from loopgraphs.nodes.generate import asker
-from loopgraphs.nodes.model_call import Asker
+from loopgraphs.nodes.generate import node_caller
+from loopgraphs.nodes.model_call import ModelCaller
 from loopgraphs.nodes.settings import LoopSettings
 
 
@@ -34,7 +34,7 @@ class Step:
     runtime: Runtime[Any]
     config: RunnableConfig
 
-    def ask(self, state: Mapping[str, Any]) -> Asker:
+    def ask(self, state: Mapping[str, Any]) -> ModelCaller:
         """The step's model calls: the run's model, system prompt (as ``state`` makes
         it), middleware, and the state and runtime each request carries."""
-        return asker(self.run, state, self.runtime)
+        return node_caller(self.run, state, self.runtime)

@@ -31,8 +31,8 @@ from pydantic.json_schema import JsonDict
 
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
-from loopgraphs.nodes.model_call import Asker, ModelCall, as_outcome, asking
-from loopgraphs.nodes.model_send import Form, Instructions
+from loopgraphs.nodes.model_call import ModelCall, ModelCaller, as_outcome, caller_for
+from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text, stopped_at_cap
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
@@ -113,7 +113,7 @@ def json_schema_of(schema: Any) -> dict[str, Any]:
 
 
 def structured_call(
-    model: Asker | BaseChatModel,
+    model: ModelCaller | BaseChatModel,
     messages: Sequence[BaseMessage],
     schema: Any,
     *,
@@ -133,7 +133,7 @@ def structured_call(
     half a sentence, is no answer): the next attempt asks again.
 
     Args:
-        model: The node's ``Asker`` (see ``loopgraphs.nodes.generate.asker``), or any
+        model: The node's ``ModelCaller`` (see ``loopgraphs.nodes.generate.asker``), or any
             chat model.
         messages: The prompt, without a system message.
         schema: A pydantic model (its docstring and field descriptions guide the model),
@@ -154,9 +154,9 @@ def structured_call(
         The validated object (``value``; None when every level failed), the level that
         produced it, and the calls and tokens spent.
     """
-    ask = asking(model)
-    form = Form(instructions)
-    described = Form(instructions, tools="prompt")  # the text level binds no tool
+    ask = caller_for(model)
+    form = RequestForm(instructions)
+    described = RequestForm(instructions, tools="prompt")  # the text level binds no tool
     result = StructuredResult(value=None, level="failed")
     rejection: BaseException | None = None
     rejected = 0  # requests the provider refused; they count as calls, not as replies

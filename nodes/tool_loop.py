@@ -19,11 +19,11 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from loopgraphs.nodes.call_tool import earlier_calls, run_calls
+from loopgraphs.nodes.driver import node_callable
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
-from loopgraphs.nodes.runner import node_callable
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_guard import calls_since, earlier_calls
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
 from loopgraphs.state import scratch_of
 
@@ -56,8 +56,8 @@ def tool_budget_spent(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
     if settings.max_tool_calls is None:
         return False
     start = scratch_of(state).get("transcript_start") or 0
-    made = sum(1 for _ in run_calls(state.get("messages") or [], start))
-    made += sum(1 for _ in run_calls(earlier_calls(_running_config()), 0))
+    made = sum(1 for _ in calls_since(state.get("messages") or [], start))
+    made += sum(1 for _ in calls_since(earlier_calls(_running_config()), 0))
     return made >= settings.max_tool_calls
 
 

@@ -22,13 +22,13 @@ from langchain_core.messages import (
 
 from loopgraphs import prompts
 from loopgraphs.models import capabilities, default_tool_choice
-from loopgraphs.nodes.call_tool import (
-    fence_output,
-    run_calls,
-)
-from loopgraphs.nodes.model_send import RAW_REPLY, Form, as_written
+from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, as_written
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_guard import (
+    calls_since,
+    fence_output,
+)
 from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 from loopgraphs.toolkits.search import STOP_WORDS
@@ -86,7 +86,7 @@ def required_tool(
     if choice in (None, "auto") or not settings.tools:
         return None
     start = scratch_of(state).get("transcript_start") or 0
-    made = next(run_calls(state.get("messages") or [], start), None)
+    made = next(calls_since(state.get("messages") or [], start), None)
     return None if made is not None else choice
 
 
@@ -205,15 +205,15 @@ def _action_text(calls: Sequence[ToolCall], mode: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def mode_form(mode: str, *, thoughts: bool, question: str, constrained: bool = True) -> Form:
+def mode_form(mode: str, *, thoughts: bool, question: str, constrained: bool = True) -> RequestForm:
     """How a ReAct turn in ``mode`` is sent: native mode binds the request's tools; json
     mode constrains the reply to one action over them (``constrained``; else it asks for
     JSON in words); json and text modes render the instructions and the one worked
     example from the request's tools and show the transcript in the mode's form."""
     if mode == "native":
-        return Form(lambda registry: react_instructions(registry, mode), tools="bind")
+        return RequestForm(lambda registry: react_instructions(registry, mode), tools="bind")
     if mode not in ("json", "text"):
-        return Form(prompts.CHAT_SYSTEM)
+        return RequestForm(prompts.CHAT_SYSTEM)
 
     def instructions(registry: ToolRegistry) -> str:
         return react_instructions(registry, mode, thoughts=thoughts)
@@ -222,4 +222,4 @@ def mode_form(mode: str, *, thoughts: bool, question: str, constrained: bool = T
         return [*example_turns(registry, question, mode), *model_view(messages, mode)]
 
     kind: Any = "schema" if mode == "json" and constrained else "prompt"
-    return Form(instructions, tools=kind, render=render, thoughts=thoughts)
+    return RequestForm(instructions, tools=kind, render=render, thoughts=thoughts)

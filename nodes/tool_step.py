@@ -33,14 +33,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from loopgraphs.internals import runs_in_thread_when_awaited, untraced_callable
-from loopgraphs.nodes.call_tool import (
+from loopgraphs.nodes.parsing.text import content_text, strip_fence
+from loopgraphs.nodes.run_context import load_context
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.tool_guard import (
     ToolGuard,
     make_tool_node,
     tool_threads,
 )
-from loopgraphs.nodes.parsing.text import content_text, strip_fence
-from loopgraphs.nodes.run_context import load_context
-from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.process_hooks import after_fork
 from loopgraphs.toolkits.registry import ToolRegistry
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.parsing.json_text import extract_json, tool_input_value
 from loopgraphs.nodes.parsing.text import FINAL_ANSWER_RE, after_marker, clip
 
@@ -19,7 +20,7 @@ FINAL_ACTIONS = frozenset({"final_answer", "final answer", "finish", "answer", "
 
 
 @dataclass
-class Step:
+class ParsedReply:
     """One parsed model reply.
 
     ``kind`` is ``"final"`` (``answer`` is set), ``"action"`` (``action`` and
@@ -33,7 +34,7 @@ class Step:
     action_input: dict[str, Any] | str = field(default_factory=dict)
 
 
-def parse_react_text(text: str) -> Step:
+def parse_react_text(text: str) -> ParsedReply:
     """Parse the ReAct text grammar (``Thought / Action / Action Input / FINAL_ANSWER``).
 
     ``FINAL_ANSWER:`` (or ``Final Answer:``) is checked before ``Action:``, so a reply
@@ -52,14 +53,14 @@ def parse_react_text(text: str) -> Step:
     answer = after_marker(text, FINAL_ANSWER_RE)
     if answer is not None:
         observation = OBSERVATION_RE.search(answer)
-        return Step(
+        return ParsedReply(
             "final",
             thought=thought,
             answer=answer[: observation.start()].strip() if observation else answer,
         )
     action_match = ACTION_RE.search(text)
     if action_match is None or not action_match.group(1).strip():
-        return Step("none", thought=thought)
+        return ParsedReply("none", thought=thought)
     action = action_match.group(1).strip().strip("`*").strip()
     rest = text[action_match.end() :]
     input_match = ACTION_INPUT_RE.search(rest)
@@ -70,11 +71,13 @@ def parse_react_text(text: str) -> Step:
         if observation is not None:
             raw_input = raw_input[: observation.start()]
     if action.lower() in FINAL_ACTIONS:
-        return Step("final", thought=thought, answer=raw_input.strip())
-    return Step("action", thought=thought, action=action, action_input=tool_input_value(raw_input))
+        return ParsedReply("final", thought=thought, answer=raw_input.strip())
+    return ParsedReply(
+        "action", thought=thought, action=action, action_input=tool_input_value(raw_input)
+    )
 
 
-def parse_json_action(data: dict[str, Any] | None) -> Step:
+def parse_json_action(data: dict[str, Any] | None) -> ParsedReply:
     """Interpret a JSON action object (``thought``, ``action``, ``action_input``).
 
     Accepts the common variants small models produce: ``final_answer``/``answer`` keys,
@@ -87,7 +90,7 @@ def parse_json_action(data: dict[str, Any] | None) -> Step:
         The parsed step; ``kind="none"`` when the object holds neither.
     """
     if not isinstance(data, dict):
-        return Step("none")
+        return ParsedReply("none")
     thought = str(data.get("thought") or data.get("reasoning") or "")
     action = data.get("action") or data.get("tool") or data.get("name")
     action_input: Any = next(
@@ -97,15 +100,15 @@ def parse_json_action(data: dict[str, Any] | None) -> Step:
         action_input = action.get("action_input", action.get("args", action_input))
         action = action.get("name") or action.get("tool")
     if isinstance(action, str) and action.strip().lower() in FINAL_ACTIONS:
-        return Step("final", thought=thought, answer=_answer_text(action_input))
+        return ParsedReply("final", thought=thought, answer=_answer_text(action_input))
     for key in ("final_answer", "answer"):
         if key in data and not action:
-            return Step("final", thought=thought, answer=_answer_text(data[key]))
+            return ParsedReply("final", thought=thought, answer=_answer_text(data[key]))
     if not isinstance(action, str) or not action.strip():
-        return Step("none", thought=thought)
+        return ParsedReply("none", thought=thought)
     if not isinstance(action_input, (dict, str)):
         action_input = str(action_input)
-    return Step("action", thought=thought, action=action.strip(), action_input=action_input)
+    return ParsedReply("action", thought=thought, action=action.strip(), action_input=action_input)
 
 
 def _answer_text(value: Any) -> str:
@@ -119,6 +122,9 @@ def _answer_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def parse_json_text(text: str) -> Step:
+def parse_json_text(text: str) -> ParsedReply:
     """Extract a JSON action from free text and interpret it."""
     return parse_json_action(extract_json(text))
+
+
+__getattr__ = renamed(__name__, {"Step": "ParsedReply"})

@@ -16,8 +16,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from loopgraphs import create_react_graph, prompts
-from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.tool_guard import fence_output
 from loopgraphs.state import new_fence
 from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 

@@ -31,10 +31,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from loopgraphs import prompts
 from loopgraphs.models import describe_model, load_model
-from loopgraphs.nodes.call_tool import fence_output
+from loopgraphs.nodes.driver import run_sync
 from loopgraphs.nodes.model_turn import interpret, model_turn
-from loopgraphs.nodes.runner import run_sync
 from loopgraphs.nodes.settings import make_settings
+from loopgraphs.nodes.tool_guard import fence_output
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import new_fence
 from loopgraphs.toolkits import calculator, make_search_tool

@@ -14,13 +14,13 @@ from loopgraphs.graphs.reflexion import (
     evaluation_record,
     reflect_on,
 )
+from loopgraphs.nodes.driver import run_sync
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     normalise_reflection,
     parse_verdict,
 )
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.runner import run_sync
 from loopgraphs.text import question_text
 from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.support.scripts import model_for

@@ -8,7 +8,7 @@ survived the last run, after new tests were written for them).
 
 The repository root is the package itself (``package-dir = {"loopgraphs" = "."}``), so
 mutmut cannot work in place: its module names come from file paths, and the tests import
-``loopgraphs.nodes.call_tool``, not ``nodes.call_tool``. Each group therefore runs in
+``loopgraphs.nodes.tool_guard``, not ``nodes.tool_guard``. Each group therefore runs in
 ``build/mutation/<group>/``, which holds a copy of the package as ``loopgraphs/``, the
 tests and a ``setup.cfg`` naming what to mutate; mutmut puts its ``mutants/`` copy there
 first on ``sys.path``, ahead of the editable install.
@@ -58,10 +58,10 @@ FLAKY = (
 # they pin (each builds what it checks itself, so a mutant's run reaches it).
 MUTATION_FOUND = (
     "tests/unit/toolkits/test_files.py",
-    "tests/unit/nodes/test_call_tool.py",
+    "tests/unit/nodes/test_tool_guard.py",
     "tests/unit/nodes/test_review.py",
     "tests/unit/test_state_usage.py",
-    "tests/unit/nodes/test_runner_guard.py",
+    "tests/unit/nodes/test_driver_guard.py",
     "tests/unit/nodes/parsing/test_react_grammar.py",
     "tests/unit/nodes/parsing/test_text.py",
 )
@@ -106,7 +106,7 @@ class Group:
 GROUPS = (
     Group(
         "tool_guard",
-        ("nodes/call_tool.py",),
+        ("nodes/tool_guard.py",),
         (
             "tests/unit/nodes/test_tool_steps.py",
             "tests/behaviour/test_injection.py",
@@ -130,15 +130,15 @@ GROUPS = (
     ),
     Group(
         "accounting",
-        ("nodes/runner.py", "nodes/errors.py"),
+        ("nodes/driver.py", "nodes/errors.py"),
         (
-            "tests/unit/nodes/test_runner.py",
+            "tests/unit/nodes/test_driver.py",
             "tests/services/test_provider_faults.py",
             *MUTATION_FOUND_LOOPS,
             *MUTATION_FOUND,
         ),
         functions=(
-            "nodes.runner.x_guard",
+            "nodes.driver.x_guard",
             "nodes.errors.x_mark_sent",
             "nodes.errors.x_failed_calls",
             "nodes.errors.x_all_failed",
@@ -149,7 +149,7 @@ GROUPS = (
         "state",
         ("state.py",),
         (
-            "tests/unit/nodes/test_runner.py",
+            "tests/unit/nodes/test_driver.py",
             "tests/unit/test_state.py",
             "tests/behaviour/test_injection.py",
             "tests/services/test_provider_faults.py",
@@ -171,7 +171,7 @@ GROUPS = (
             "tests/unit/nodes/test_model_send.py",
             "tests/unit/nodes/test_middleware_chain.py",
             "tests/behaviour/test_tool_path.py",
-            "tests/unit/nodes/test_runner.py",
+            "tests/unit/nodes/test_driver.py",
             "tests/services/test_provider_faults.py",
             "tests/unit/nodes/test_middleware_errors.py",
             "tests/behaviour/test_cut_replies.py",
@@ -196,7 +196,7 @@ GROUPS = (
             "tests/loops/test_plan_execute_host.py",
             "tests/behaviour/test_custom_state.py",
             "tests/behaviour/test_plain_updates.py",
-            "tests/unit/nodes/test_runner.py",
+            "tests/unit/nodes/test_driver.py",
             "tests/clients/test_every_loop_contract.py",
         ),
     ),

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from loopgraphs import internals
-from loopgraphs.nodes.model_call import Asker
+from loopgraphs.nodes.model_call import ModelCaller
 from loopgraphs.state import merge_scratch
 from tests.support.fakes import ScriptedChatModel
 
@@ -361,7 +361,7 @@ def test_a_structured_reply_cut_at_max_tokens_escapes_as_openais_error_and_is_re
     with pytest.raises(openai.LengthFinishReasonError) as caught:
         structured.invoke("q")
     assert internals.is_cut_reply_error(caught.value)
-    outcome = Asker(structured).call([]).invoke({})  # type: ignore[arg-type]
+    outcome = ModelCaller(structured).call([]).invoke({})  # type: ignore[arg-type]
     assert outcome.reply.content == '{"a": "cu'
     assert outcome.usage == {"input_tokens": 40, "output_tokens": 8, "cached_tokens": 30}
 

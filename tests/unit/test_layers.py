@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "loopgraphs.process_hooks",
             "loopgraphs.prompts",
             "loopgraphs.internals",
+            "loopgraphs.deprecation",
         ),
     ),
     ("models", ("loopgraphs.models.*",)),
@@ -50,7 +51,7 @@ def layer_of(module: str) -> int:
             package = name.removesuffix(".*")
             if module == package or (name != package and module.startswith(f"{package}.")):
                 return index
-    raise AssertionError(f"{module} is in no layer of tests/test_layers.py")
+    raise AssertionError(f"{module} is in no layer of tests/unit/test_layers.py")
 
 
 def imported_names(path: Path, module: str) -> Iterator[tuple[str, str | None]]:

@@ -17,7 +17,7 @@ from langchain_core.tools import tool
 
 from loopgraphs.nodes.errors import failed_calls
 from loopgraphs.nodes.middleware import Middlewares
-from loopgraphs.nodes.model_call import Asker, Outcome, as_outcome, asking, spent_on
+from loopgraphs.nodes.model_call import ModelCaller, Outcome, as_outcome, caller_for, spent_on
 from tests.support.fakes import ScriptedChatModel
 
 USAGE = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
@@ -57,7 +57,9 @@ def test_a_cut_structured_reply_is_a_reply_with_its_tokens(path):
         completion_tokens=8,
         prompt_tokens_details=SimpleNamespace(cached_tokens=30),
     )
-    outcome = drive(Asker(raising(LengthFinishReasonError('{"a": "cu', usage))).call([]), path)
+    outcome = drive(
+        ModelCaller(raising(LengthFinishReasonError('{"a": "cu', usage))).call([]), path
+    )
     reply = outcome.reply
     assert reply.content == '{"a": "cu'
     assert reply.response_metadata == {"finish_reason": "length"}
@@ -73,7 +75,7 @@ def test_a_cut_structured_reply_is_a_reply_with_its_tokens(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_cut_reply_without_text_or_usage_counts_nothing_but_the_request(path):
-    outcome = drive(Asker(raising(LengthFinishReasonError(None))).call([]), path)
+    outcome = drive(ModelCaller(raising(LengthFinishReasonError(None))).call([]), path)
     assert outcome.reply.content == ""
     assert outcome.reply.usage_metadata == {
         "input_tokens": 0,
@@ -89,24 +91,24 @@ def test_a_failure_escapes_counted_as_a_request_sent(path):
     # That error without a completion is an ordinary failure.
     for exc in (KeyError("x"), LengthFinishReasonError.__new__(LengthFinishReasonError)):
         with pytest.raises(type(exc)) as caught:
-            drive(Asker(raising(exc)).call([]), path)
+            drive(ModelCaller(raising(exc)).call([]), path)
         assert failed_calls(caught.value) == 1
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_request_the_model_class_refuses_was_never_sent(path):
     with pytest.raises(NotImplementedError) as caught:
-        drive(Asker(raising(NotImplementedError("no tools"))).call([]), path)
+        drive(ModelCaller(raising(NotImplementedError("no tools"))).call([]), path)
     assert failed_calls(caught.value) == 0
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_reply_is_counted_and_named_after_the_agent(path):
     model = ScriptedChatModel(replies=["hello"])
-    outcome = drive(Asker(model, name="helper").call([HumanMessage("hi")]), path)
+    outcome = drive(ModelCaller(model, name="helper").call([HumanMessage("hi")]), path)
     assert outcome.reply.content == "hello" and outcome.reply.name == "helper"
     assert outcome.calls == 1 and outcome.usage["output_tokens"] >= 1
-    unnamed = drive(Asker(ScriptedChatModel(replies=["x"])).call([HumanMessage("hi")]), path)
+    unnamed = drive(ModelCaller(ScriptedChatModel(replies=["x"])).call([HumanMessage("hi")]), path)
     assert unnamed.reply.name is None
 
 
@@ -140,7 +142,7 @@ def retrying_chain(retries: int) -> Any:
 @pytest.mark.parametrize("path", PATHS)
 def test_a_failure_through_the_chain_carries_every_request_it_sent(path):
     model = ScriptedChatModel(replies=[ValueError("down")], repeat_last=True)
-    call = Asker(model, chain=retrying_chain(2)).call([HumanMessage("hi")])
+    call = ModelCaller(model, chain=retrying_chain(2)).call([HumanMessage("hi")])
     with pytest.raises(ValueError) as caught:
         drive(call, path)
     assert failed_calls(caught.value) == 3
@@ -149,7 +151,7 @@ def test_a_failure_through_the_chain_carries_every_request_it_sent(path):
 @pytest.mark.parametrize("path", PATHS)
 def test_a_success_through_the_chain_counts_the_failed_attempts_too(path):
     model = ScriptedChatModel(replies=[ValueError("down"), "up"])
-    outcome = drive(Asker(model, chain=retrying_chain(2)).call([HumanMessage("hi")]), path)
+    outcome = drive(ModelCaller(model, chain=retrying_chain(2)).call([HumanMessage("hi")]), path)
     assert outcome.reply.content == "up" and outcome.calls == 2
 
 
@@ -168,7 +170,7 @@ def other(x: str) -> str:
 @pytest.mark.parametrize("path", PATHS)
 def test_a_tool_the_loop_cannot_run_is_refused_before_the_request(path):
     model = ScriptedChatModel(replies=["never"])
-    asker = Asker(model, known_tools=frozenset({"add"}))
+    asker = ModelCaller(model, known_tools=frozenset({"add"}))
     with pytest.raises(ValueError, match="cannot run"):
         drive(asker.call([HumanMessage("hi")], tools=[add, other]), path)
     assert model.call_count == 0
@@ -207,6 +209,6 @@ def test_a_reply_fed_by_hand_counts_as_one_request():
 
 def test_a_bare_model_is_asked_without_system_message_or_middleware():
     model = ScriptedChatModel(replies=["x"])
-    asker = asking(model)
+    asker = caller_for(model)
     assert asker.model is model and asker.system is None and asker.chain is None
-    assert asking(asker) is asker
+    assert caller_for(asker) is asker

@@ -11,8 +11,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
+from loopgraphs.nodes.driver import takes_runtime
 from loopgraphs.nodes.routing import route, run_over, steps_left, while_running
-from loopgraphs.nodes.runner import takes_runtime
 
 
 class Trail(TypedDict, total=False):

@@ -13,9 +13,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from loopgraphs import create_react_graph
 from loopgraphs.models import writes_thoughts
 from loopgraphs.nodes.answer_repair import restated_answer
-from loopgraphs.nodes.call_tool import fence_output
 from loopgraphs.nodes.model_send import action_schema
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.tool_guard import fence_output
 from loopgraphs.nodes.tool_modes import (
     EXAMPLE_FENCE,
     MAX_EXAMPLES,

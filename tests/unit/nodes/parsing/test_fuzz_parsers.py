@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopgraphs.graphs.cot import majority
-from loopgraphs.nodes.call_tool import unfence
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     answer_key,
@@ -43,7 +42,7 @@ from loopgraphs.nodes.parsing.plans import (
     plan_from_text,
     update_from_text,
 )
-from loopgraphs.nodes.parsing.react import Step, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.self_ask import asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import (
     FINAL_ANSWER_RE,
@@ -62,6 +61,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_scores,
     parse_thoughts,
 )
+from loopgraphs.nodes.tool_guard import unfence
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _is_dict_or_none(value: Any) -> bool:
 
 def _is_step(value: Any) -> bool:
     return (
-        isinstance(value, Step)
+        isinstance(value, ParsedReply)
         and value.kind in ("final", "action", "none")
         and isinstance(value.answer, str)
         and isinstance(value.action, str)
@@ -233,7 +233,7 @@ FRAGMENTS = [
     "score",
     "Score: 11",
     "DONE",
-    "Step 1:",
+    "ParsedReply 1:",
     "1.",
     "2)",
     "10:",

@@ -1,4 +1,4 @@
-"""Failed requests (``nodes/errors.py``) and the node guard (``nodes/runner.py``): what a
+"""Failed requests (``nodes/errors.py``) and the node guard (``nodes/driver.py``): what a
 failed or retried step counts.
 
 These are exact results that mutation testing (``make mutate``) found unpinned. Each test
@@ -15,6 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import RetryPolicy
 
+from loopgraphs.nodes.driver import guard
 from loopgraphs.nodes.errors import (
     all_failed,
     failed_calls,
@@ -24,7 +25,6 @@ from loopgraphs.nodes.errors import (
 from loopgraphs.nodes.parsing.text import (
     best_effort_answer,
 )
-from loopgraphs.nodes.runner import guard
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step as NodeStep
 

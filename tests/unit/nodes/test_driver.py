@@ -9,7 +9,7 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 
 from loopgraphs.nodes.errors import failed_calls
-from loopgraphs.nodes.model_call import Asker
+from loopgraphs.nodes.model_call import ModelCaller
 
 
 class LengthFinishReasonError(openai.LengthFinishReasonError):
@@ -35,7 +35,7 @@ def raising(exc: Exception) -> RunnableLambda:
 
 
 async def test_truncated_structured_reply_is_returned_not_raised():
-    call = Asker(raising(LengthFinishReasonError())).call([])
+    call = ModelCaller(raising(LengthFinishReasonError())).call([])
     for outcome in (call.invoke({}), await call.ainvoke({})):
         assert outcome.reply.content == '{"thought": "cut sh'
         assert outcome.reply.usage_metadata["output_tokens"] == 8
@@ -45,7 +45,7 @@ async def test_truncated_structured_reply_is_returned_not_raised():
 
 
 async def test_other_errors_still_raise_and_count_as_sent():
-    call = Asker(raising(KeyError("x"))).call([])
+    call = ModelCaller(raising(KeyError("x"))).call([])
     with pytest.raises(KeyError) as caught:
         call.invoke({})
     assert failed_calls(caught.value) == 1

@@ -1,4 +1,4 @@
-"""The tool guard (``nodes/call_tool.py``): fences, call identity, error text, budgets,
+"""The tool guard (``nodes/tool_guard.py``): fences, call identity, error text, budgets,
 the sync path, and what a tool returns besides text.
 
 These are exact results that mutation testing (``make mutate``) found unpinned. Each test
@@ -24,7 +24,10 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from loopgraphs import create_react_graph
-from loopgraphs.nodes.call_tool import (
+from loopgraphs.nodes.parsing.text import (
+    content_text,
+)
+from loopgraphs.nodes.tool_guard import (
     TOOL_THREADS,
     ToolGuard,
     _same_args,
@@ -34,9 +37,6 @@ from loopgraphs.nodes.call_tool import (
     make_tool_node,
     tool_threads,
     unfence,
-)
-from loopgraphs.nodes.parsing.text import (
-    content_text,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
 from tests.support.scripts import act, final, model_for

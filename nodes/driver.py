@@ -1,0 +1,336 @@
+"""Run node logic written once for both ``invoke`` and ``ainvoke``.
+
+A node's logic is a generator: it yields requests (a model call, a batch of model calls,
+a batch of tool jobs) and receives their results, or has the request's exception thrown
+back into it. ``as_node`` turns such a generator function into a runnable with a sync
+and an async path, so every compiled graph supports ``invoke`` and ``ainvoke`` without
+duplicating the logic, and without running async code on a foreign event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
+from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command, RetryPolicy
+
+from loopgraphs.internals import has_reducer, state_channels, untraced_callable
+from loopgraphs.nodes.answer_check import settle_answer
+from loopgraphs.nodes.errors import (
+    describe_error,
+    failed_calls,
+    should_reraise,
+)
+from loopgraphs.nodes.middleware import UnsupportedPath
+from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG
+from loopgraphs.nodes.parsing.text import best_effort_answer
+from loopgraphs.nodes.run_context import load_context
+from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step
+from loopgraphs.state import add_totals
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of any runnable (a compiled subgraph, say) with an arbitrary input."""
+
+    runnable: Runnable[Any, Any]
+    input: Any
+
+    def invoke(self, config: RunnableConfig) -> Any:
+        return self.runnable.invoke(self.input, config)
+
+    async def ainvoke(self, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(self.input, config)
+
+
+class Request(Protocol):
+    """What node logic yields: anything the drivers can run sync or async (a model call,
+    see ``loopgraphs.nodes.model_call.ModelCall``; a subgraph run; a batch)."""
+
+    def invoke(self, config: RunnableConfig) -> Any: ...
+
+    async def ainvoke(self, config: RunnableConfig) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ModelBatch:
+    """Several model calls run concurrently; each result is an outcome or the exception
+    raised."""
+
+    calls: Sequence[Request]
+
+    def invoke(self, config: RunnableConfig) -> list[Any]:
+        with get_executor_for_config(config) as pool:
+            futures = [pool.submit(_capture, call.invoke, config) for call in self.calls]
+            return [future.result() for future in futures]
+
+    async def ainvoke(self, config: RunnableConfig) -> list[Any]:
+        return list(
+            await asyncio.gather(
+                *(call.ainvoke(config) for call in self.calls), return_exceptions=True
+            )
+        )
+
+
+def _capture(func: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return func(*args)
+    except Exception as exc:
+        return exc
+
+
+Logic = Generator[Request, Any, dict[str, Any]]
+# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
+LogicFactory = Callable[[Any, Step], Logic]
+# The same logic as a node drives it, before the run's settings are resolved.
+NodeLogic = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
+
+
+def run_sync(
+    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+) -> dict[str, Any]:
+    """Drive node logic with blocking calls; the ``Command``s that middleware returned
+    with model responses are added to ``commands``."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = logic.throw(error) if error is not None else logic.send(result)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            result, error = request.invoke(config), None
+        except Exception as exc:
+            result, error = None, exc
+        if commands is not None:
+            commands.extend(_commands_of(result))
+
+
+async def run_async(
+    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+) -> dict[str, Any]:
+    """Drive node logic with awaited calls (see ``run_sync``)."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = logic.throw(error) if error is not None else logic.send(result)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            result, error = await request.ainvoke(config), None
+        except Exception as exc:
+            result, error = None, exc
+        if commands is not None:
+            commands.extend(_commands_of(result))
+
+
+def _commands_of(result: Any) -> Sequence[Command[Any]]:
+    """The commands a request's result carries (a model call's, or a batch's)."""
+    if not isinstance(result, list):
+        return getattr(result, "commands", None) or ()
+    return [command for item in result for command in getattr(item, "commands", None) or ()]
+
+
+NextStep = Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any]
+
+
+@contextlib.contextmanager
+def config_set(config: RunnableConfig) -> Iterator[None]:
+    """The node's config as the current one, on Python 3.10 (from 3.11 LangGraph runs an
+    async node in it already): ``interrupt()`` and ``get_config()`` read it there."""
+    if not PASS_ASYNC_CONFIG:
+        yield
+        return
+    token = var_child_runnable_config.set(config)
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+def takes_runtime(router: Callable[..., Any]) -> bool:
+    """Whether a router takes the runtime after the state (``router(state, runtime)``):
+    LangGraph passes it only to routers that ask for it. Read from the signature, so a
+    bound method or a ``functools.partial`` counts only the parameters left to fill."""
+    return len(inspect.signature(router).parameters) > 1
+
+
+def node_callable(
+    sync: Callable[..., Any] | None, asynchronous: Callable[..., Any] | None, *, name: str
+) -> Runnable[Any, Any]:
+    """A graph node from a sync and (or) an async function taking the state and any of
+    ``config``/``runtime`` by name, as LangGraph passes them. On Python 3.10 the async
+    path (a sync-only function runs in a worker thread there) has the node's config as the
+    current one, so that an ``interrupt()`` in it works, as from 3.11."""
+    if not PASS_ASYNC_CONFIG:
+        return untraced_callable(sync, asynchronous, name=name)
+    target = asynchronous or sync
+    assert target is not None
+    wanted = set(inspect.signature(target).parameters)
+
+    def passed(config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, Any]:
+        return {k: v for k, v in (("config", config), ("runtime", runtime)) if k in wanted}
+
+    def plain(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        assert sync is not None
+        return sync(state, **passed(config, runtime))
+
+    async def in_config(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        with config_set(config):
+            if asynchronous is not None:
+                return await asynchronous(state, **passed(config, runtime))
+            call = functools.partial(plain, state, config, runtime)
+            return await asyncio.to_thread(contextvars.copy_context().run, call)
+
+    return untraced_callable(plain if sync else None, in_config, name=name)
+
+
+def as_node(
+    name: str,
+    logic: LogicFactory,
+    settings: LoopSettings,
+    *,
+    guarded: bool = True,
+    totals: bool = False,
+    subgraph: Runnable[Any, Any] | None = None,
+    next_step: NextStep | None = None,
+) -> Runnable[Any, Any]:
+    """Turn generator logic ``logic(state, step)`` into a graph node.
+
+    The node resolves the run's settings once when it starts (``settings.for_run`` with
+    the run's context; a bad context value raises, as it did in the run's ``prepare``
+    step already) and hands them to the logic in ``step``. It has a sync and an
+    async path (LangGraph's own callable, one layer). With ``guarded`` (the default) a
+    failure the retry policy (``settings.retry_policy``) will retry escapes to LangGraph,
+    which retries the node; any other failure, or the last attempt, ends the run with
+    ``status="error"`` (see ``guard``). Logic reports the model calls and tokens it
+    spent; with ``totals`` the node writes them as the run's new totals (see
+    ``loopgraphs.state.add_totals``). ``subgraph`` names a compiled graph the logic runs
+    (Reflexion's inner ReAct, say), so that ``get_graph(xray=True)`` draws it inside the
+    node. With ``next_step`` the node picks the step that follows it:
+    ``next_step(state, outputs, runtime)`` reads the node's input and outputs (its update
+    and commands) and names the step, which the node returns as a ``Command(goto=...)``
+    (see ``loopgraphs.nodes.routing.add_routed_step``).
+    """
+    run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
+
+    def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        commands: list[Command[Any]] = []
+        update = run_sync(run(state, config, runtime), config, commands)
+        return written(state, update, commands, runtime)
+
+    async def async_node(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
+    ) -> Any:
+        await load_context(runtime)
+        commands: list[Command[Any]] = []
+        with config_set(config):
+            update = await run_async(run(state, config, runtime), config, commands)
+        return written(state, update, commands, runtime)
+
+    def written(
+        state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: Runtime[Any]
+    ) -> Any:
+        update = add_totals(state, update) if totals else update
+        if isinstance(update, dict) and not settings.step_run:
+            update = settle_answer(state, update)
+        if next_step is not None:
+            goto = next_step(state, [update, *commands], runtime)
+            commands = [*commands, Command(goto=goto)]
+        return [update, *commands] if commands else update
+
+    return untraced_callable(sync_node, async_node, name=name, subgraph=subgraph)
+
+
+def add_step(
+    builder: StateGraph[Any, Any, Any, Any],
+    name: str,
+    logic: LogicFactory,
+    settings: LoopSettings,
+    *,
+    subgraph: Runnable[Any, Any] | None = None,
+    model_step: bool = False,
+    settles_answer: bool = False,
+    next_step: NextStep | None = None,
+    destinations: Sequence[str] = (),
+) -> None:
+    """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
+    retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
+    the graph's way: by the state's reducers, or as running totals when the counters
+    have none. A ``model_step`` gets the middleware's ``before_model``/``after_model``
+    hooks around it (see ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks
+    the step after it among ``destinations`` (see ``as_node``)."""
+    node = as_node(
+        name,
+        logic,
+        settings,
+        totals=keeps_totals(builder),
+        subgraph=subgraph,
+        next_step=next_step,
+    )
+    ends = tuple(dict.fromkeys(destinations)) or None
+    builder.add_node(name, node, retry_policy=settings.retry_policy, destinations=ends)
+    if model_step and hasattr(builder, "add_model_step"):
+        builder.add_model_step(name, settles_answer=settles_answer)
+
+
+def keeps_totals(builder: StateGraph[Any, Any, Any, Any]) -> bool:
+    """Whether the graph's counters hold running totals (no reducer adds the steps'
+    counts up; see ``loopgraphs.state.TotalsOutput``)."""
+    return not has_reducer(state_channels(builder), "llm_calls")
+
+
+def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
+    """The logic as a node runs it: the run's settings resolved once, when the step
+    starts, and handed to it with the step's runtime and config."""
+
+    def resolved(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+        step = Step(settings.for_run(runtime), runtime, config)
+        return (yield from logic(state, step))
+
+    return resolved
+
+
+def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
+    """Turn exceptions escaping ``logic`` into an error end state, except retried ones.
+
+    Failed attempts are counted: every earlier attempt of a retried node sent a model
+    request that failed, so it adds to ``llm_calls`` and ``retries``; a model request that
+    fails for good adds to ``llm_calls`` too.
+    """
+
+    def guarded(state: dict[str, Any], step: Step) -> Logic:
+        info = getattr(step.runtime, "execution_info", None)
+        earlier = (getattr(info, "node_attempt", 1) or 1) - 1
+        try:
+            update = yield from logic(state, step)
+        except Exception as exc:
+            if should_reraise(exc, earlier + 1, policy) or isinstance(exc, UnsupportedPath):
+                raise
+            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
+            sent = failed_calls(exc)
+            return {
+                "status": "error",
+                "error": describe_error(exc),
+                "answer": answer,
+                "llm_calls": sent * (earlier + 1) if sent else earlier,
+                "retries": earlier,
+            }
+        if earlier and isinstance(update, dict):
+            calls = update.get("llm_calls", 0)
+            update = {**update, "llm_calls": calls + earlier, "retries": earlier}
+        return update
+
+    return guarded
