@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed import RemainingSteps
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
@@ -22,7 +25,20 @@ from loopgraphs.internals import Channels, reduced, takes_last_write
 from loopgraphs.text import question_text
 
 Status = Literal["running", "completed", "max_iterations", "error"]
+"""How a run stands: ``running`` (also while it waits for approval), or how it ended."""
 ToolMode = Literal["auto", "native", "json", "text"]
+
+LoopBuilder: TypeAlias = StateGraph[Any, Any, Any, Any]
+"""A loop's graph before it is compiled. Its state schema is made when the loop is built
+(the loop's own keys, the caller's ``state_schema`` and the middleware's keys merged), so
+the builder's type parameters stay open."""
+
+CompiledLoop: TypeAlias = CompiledStateGraph[Any, Any, Any, Any]
+"""A compiled loop, as the factories return it (see ``LoopBuilder`` for its schemas)."""
+
+LoopRuntime: TypeAlias = Runtime[Any]
+"""The runtime LangGraph hands a loop's nodes; its context is ``LoopContext`` or the
+caller's ``context_schema``."""
 TOOL_MODES: tuple[str, ...] = ("auto", "native", "json", "text")
 
 

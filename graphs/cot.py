@@ -11,8 +11,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import END
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
@@ -29,7 +28,7 @@ from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import LoopState, OutputState, scratch_of
+from loopgraphs.state import CompiledLoop, LoopBuilder, LoopState, OutputState, scratch_of
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -84,7 +83,7 @@ def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
 
 def build_cot(
     settings: LoopSettings, self_consistency: int, options: Mapping[str, Any] | None = None
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
@@ -160,7 +159,7 @@ def create_cot_graph(
     *,
     self_consistency: int = 1,
     **options: Unpack[LoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build the Chain-of-Thought loop: step-by-step reasoning, no tools.
 
     The model is asked to reason step by step and end with ``FINAL ANSWER:``; the text

@@ -18,9 +18,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack
@@ -63,6 +61,9 @@ from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopRuntime,
     LoopState,
     OutputState,
     conversation_of,
@@ -229,9 +230,7 @@ def _text_critique_text(tools: ToolRegistry) -> str:
     )
 
 
-def build_critic(
-    settings: LoopSettings, options: Mapping[str, Any] | None = None
-) -> StateGraph[Any, Any, Any, Any]:
+def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
     """The uncompiled CRITIC graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -361,7 +360,7 @@ def build_critic(
         message = AIMessage(content=text, tool_calls=calls, name=run.agent_name)
         return {"messages": [message], "pending": pending, "verified": False}
 
-    def route_critique(state: CriticState, runtime: Runtime[Any]) -> str | list[Send]:
+    def route_critique(state: CriticState, runtime: LoopRuntime) -> str | list[Send]:
         if state.get("status") != "running":
             return END
         # "revise" when a middleware answered every check (rejected them, say)
@@ -447,7 +446,7 @@ def create_critic_graph(
     *,
     max_critique_rounds: int = 2,
     **options: Unpack[ToolLoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build the CRITIC loop: draft, critique into checkable claims, verify, revise.
 
     The critique lists claims as ``CLAIM: / TOOL: / TOOL INPUT:`` blocks (text mode) or

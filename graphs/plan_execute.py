@@ -22,9 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import END
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
@@ -61,7 +59,15 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
-from loopgraphs.state import LoopState, OutputState, Status, request_of
+from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopRuntime,
+    LoopState,
+    OutputState,
+    Status,
+    request_of,
+)
 from loopgraphs.text import question_text
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -243,7 +249,7 @@ def build_plan_execute(
     replan: bool = False,
     approve_plan: bool = False,
     options: Mapping[str, Any] | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
     react = ReactSubgraph(
         dataclasses.replace(settings, max_iterations=max_step_iterations), options or {}
@@ -252,7 +258,7 @@ def build_plan_execute(
     def plan_done(state: PlanExecuteState) -> bool:
         return state.get("current_step", 0) >= len(state.get("plan") or [])
 
-    def step_iterations(state: PlanExecuteState, runtime: Runtime[Any]) -> int:
+    def step_iterations(state: PlanExecuteState, runtime: LoopRuntime) -> int:
         """ReAct iterations the next step gets: an even share of the calls the run has left
         for its remaining steps (after the synthesis and the revisions that may still
         come), at most the run's ``max_iterations``; 0 when not even one iteration fits."""
@@ -275,7 +281,7 @@ def build_plan_execute(
         iterations = react.iterations(runtime, wanted)
         return iterations if iterations + overhead <= left else 0
 
-    def finished(state: PlanExecuteState, runtime: Runtime[Any]) -> bool:
+    def finished(state: PlanExecuteState, runtime: LoopRuntime) -> bool:
         return (
             plan_done(state)
             or not steps_left(state, EXECUTE_STEPS)
@@ -421,7 +427,7 @@ def build_plan_execute(
             "messages": [answer_message(reply, answer)],
         }
 
-    def route_planned(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
+    def route_planned(state: PlanExecuteState, runtime: LoopRuntime) -> str:
         if finished(state, runtime):
             return "synthesize"
         if not approve_plan:
@@ -435,14 +441,14 @@ def build_plan_execute(
         # Nor of the calls left (no runtime then either): execute checks them.
         return "synthesize" if plan_done(state) else "execute"
 
-    def route_executed(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
+    def route_executed(state: PlanExecuteState, runtime: LoopRuntime) -> str:
         if finished(state, runtime):
             return "synthesize"
         results = state.get("step_results") or []
         failed = not results or step_failed(results[-1])
         return "replan" if replan and failed else "execute"
 
-    def route_replanned(state: PlanExecuteState, runtime: Runtime[Any]) -> str:
+    def route_replanned(state: PlanExecuteState, runtime: LoopRuntime) -> str:
         return "synthesize" if finished(state, runtime) else "execute"
 
     builder = new_graph(
@@ -475,7 +481,7 @@ def create_plan_execute_graph(
     replan: bool = False,
     approve_plan: bool = False,
     **options: Unpack[ToolLoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build Plan-and-Execute: plan numbered steps, run each as a ReAct loop, synthesise.
 
     Call budget (model replies, whatever the model says), ``call_budget``::

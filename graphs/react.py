@@ -15,9 +15,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
@@ -50,7 +48,15 @@ from loopgraphs.nodes.structured import structured_call
 from loopgraphs.nodes.tool_loop import pending_step, review_node, tool_budget_spent
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
-from loopgraphs.state import InnerReActOutput, ReActState, TotalsOutput, scratch_of
+from loopgraphs.state import (
+    CompiledLoop,
+    InnerReActOutput,
+    LoopBuilder,
+    LoopRuntime,
+    ReActState,
+    TotalsOutput,
+    scratch_of,
+)
 
 TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
@@ -64,7 +70,7 @@ def build_react(
     *,
     synthesize_answer: bool = False,
     agent_hooks: bool = True,
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The uncompiled ReAct graph for ``settings`` (reused inside other loops, where
     ``agent_hooks=False``: the middleware's ``before_agent``/``after_agent`` hooks run
     around the outer loop, and the run also returns its ``scratch``, which says whether
@@ -205,7 +211,7 @@ def build_react(
             "selected_tools" not in scratch_of(state)
         )
 
-    def route_generated(state: ReActState, runtime: Runtime[Any]) -> str | list[Send]:
+    def route_generated(state: ReActState, runtime: LoopRuntime) -> str | list[Send]:
         if state.get("status") == "max_iterations":  # a reply cut again (see cut_reply)
             return END
         if state.get("status") == "completed":
@@ -296,7 +302,7 @@ def create_react_graph(
     max_iterations: int = 10,
     synthesize_answer: bool = False,
     **options: Unpack[ToolLoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build the ReAct loop: think, call tools, observe, until a final answer.
 
     Call budget: at most ``max_iterations`` model calls in the loop, plus one call

@@ -13,7 +13,6 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.errors import ParentCommand
-from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 from pydantic import BaseModel
 
@@ -23,7 +22,7 @@ from loopgraphs.nodes.driver import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import EARLIER_CALLS, earlier_calls
-from loopgraphs.state import empty_usage, scratch_of
+from loopgraphs.state import LoopRuntime, empty_usage, scratch_of
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
 # margin for tool selection, the final answer and synthesis.
@@ -71,7 +70,7 @@ class ReactSubgraph:
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
 
-    def limited(self, runtime: Runtime[Any], max_iterations: int) -> Any:
+    def limited(self, runtime: LoopRuntime, max_iterations: int) -> Any:
         """The run context that gives ReAct ``max_iterations`` iterations: the caller's
         context with that value, of the same kind; None when it is not below the run's
         own budget, or when the context's type has no ``max_iterations`` field."""
@@ -95,7 +94,7 @@ class ReactSubgraph:
             return None  # LangGraph would build the schema's type from a dict
         return {**(context or {}), "max_iterations": max_iterations}
 
-    def iterations(self, runtime: Runtime[Any], wanted: int) -> int:
+    def iterations(self, runtime: LoopRuntime, wanted: int) -> int:
         """The iterations a ReAct run asked for ``wanted`` gets (see ``limited``)."""
         budget = self.settings.for_run(runtime).max_iterations
         return wanted if self.limited(runtime, wanted) is not None else budget

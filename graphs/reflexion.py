@@ -22,9 +22,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
-from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack
 
@@ -48,7 +46,14 @@ from loopgraphs.nodes.settings import (
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
-from loopgraphs.state import LoopState, OutputState, conversation_of, request_of
+from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopState,
+    OutputState,
+    conversation_of,
+    request_of,
+)
 from loopgraphs.text import question_text
 
 EVALUATOR_CALLS = 2
@@ -259,7 +264,7 @@ def episode_update(
 
 def build_reflexion(
     settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, Any] | None = None
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
@@ -342,7 +347,7 @@ def create_reflexion_graph(
     max_reflections: int = 3,
     max_iterations: int = 10,
     **options: Unpack[ToolLoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build Reflexion: ReAct episodes, each judged; failures are reflected on and retried.
 
     Call budget (model replies, whatever the model says)::

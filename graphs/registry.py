@@ -6,8 +6,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.graph.state import CompiledStateGraph
-
 from loopgraphs.graphs.cot import create_cot_graph
 from loopgraphs.graphs.critic import create_critic_graph
 from loopgraphs.graphs.plan_execute import create_plan_execute_graph
@@ -16,8 +14,9 @@ from loopgraphs.graphs.reflexion import create_reflexion_graph
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
 from loopgraphs.nodes.settings import declare_loop
+from loopgraphs.state import CompiledLoop
 
-Factory = Callable[..., CompiledStateGraph[Any, Any, Any, Any]]
+Factory = Callable[..., CompiledLoop]
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,7 @@ class LoopSpec:
     def __post_init__(self) -> None:
         declare_loop(self.name, self.factory)
 
-    def build(
-        self, model: Any, tools: Any = (), **options: Any
-    ) -> CompiledStateGraph[Any, Any, Any, Any]:
+    def build(self, model: Any, tools: Any = (), **options: Any) -> CompiledLoop:
         """Build the loop; ``tools`` are dropped for loops that take none."""
         if self.takes_tools:
             return self.factory(model, list(tools or ()), **options)
@@ -136,9 +133,7 @@ def get_spec(name: str) -> LoopSpec:
     return LOOP_SPECS[name]
 
 
-def build_loop(
-    loop: str, model: Any, tools: Any = (), /, **options: Any
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+def build_loop(loop: str, model: Any, tools: Any = (), /, **options: Any) -> CompiledLoop:
     """Build a loop by name, e.g. ``build_loop("react", model, [calculator])``.
 
     The first three arguments are positional only, so that every option, the compile

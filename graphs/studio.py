@@ -22,14 +22,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from langgraph.graph.state import CompiledStateGraph
-
 from loopgraphs.graphs.registry import LOOP_SPECS
+from loopgraphs.state import CompiledLoop
 from loopgraphs.toolkits import get_tools
 
 STUDIO_TOOLS = ("calculator", "search")
 
-StudioGraph = CompiledStateGraph[Any, Any, Any, Any]
+StudioGraph = CompiledLoop
 
 _built: dict[str, StudioGraph] = {}
 _building = threading.Lock()

@@ -19,8 +19,7 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import END
 from langgraph.types import RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
@@ -40,6 +39,8 @@ from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
     LoopState,
     OutputState,
     add_usage,
@@ -174,7 +175,7 @@ def build_tot(
     scoring: str,
     generation: str,
     options: Mapping[str, Any] | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
 
@@ -387,7 +388,7 @@ def create_tot_graph(
     scoring: str = "batched",
     generation: str = "propose",
     **options: Unpack[LoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build the Tree-of-Thoughts loop: a beam search over lines of reasoning.
 
     Level by level, every branch of the beam (the root alone at level 0) is expanded

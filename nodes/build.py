@@ -17,7 +17,6 @@ import typing_extensions
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
@@ -31,7 +30,7 @@ from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import schema_name, structured_call
-from loopgraphs.state import InputState, OutputState, StructuredOutput
+from loopgraphs.state import CompiledLoop, InputState, LoopBuilder, OutputState, StructuredOutput
 
 
 def _fields(schema: type[Any] | None) -> dict[str, Any]:
@@ -148,7 +147,7 @@ def new_graph(
     tools_node: str | None = None,
     main_step: str | None = None,
     agent_hooks: bool = True,
-) -> StateGraph[Any, Any, Any, Any]:
+) -> LoopBuilder:
     """The loop's ``StateGraph`` with the caller's state and context schemas and the
     middleware's state keys applied, and the middleware's hooks ready to be wired
     (``settings.middleware``; ``tools_node`` names the loop's tool step, where a hook may
@@ -199,12 +198,12 @@ def _check_compile(options: Mapping[str, Any]) -> None:
 
 
 def compile_loop(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     settings: LoopSettings,
     options: Mapping[str, Any],
     *,
     default_name: str,
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Compile a loop after checking the options every factory forwards to ``compile()``.
 
     With ``response_format`` the loop runs as a subgraph followed by one structured call
@@ -255,9 +254,7 @@ def check_result_keys(renames: Any, output: type[Any]) -> dict[str, str]:
     return checked
 
 
-def _with_result_keys(
-    loop: StateGraph[Any, Any, Any, Any], renames: Any, name: str
-) -> StateGraph[Any, Any, Any, Any]:
+def _with_result_keys(loop: LoopBuilder, renames: Any, name: str) -> LoopBuilder:
     """The loop as a subgraph followed by a node copying its renamed result keys to their
     new names; the graph returns them under the new names only."""
     checked = check_result_keys(renames, loop.output_schema)
@@ -265,7 +262,7 @@ def _with_result_keys(
     renamed = {checked.get(key, key): hint for key, hint in returned.items()}
     added = {new: returned[key] for key, new in checked.items()}
     state = loop.state_schema
-    outer: StateGraph[Any, Any, Any, Any] = StateGraph(
+    outer: LoopBuilder = StateGraph(
         merged(state.__name__, state, None, added),
         context_schema=loop.context_schema,
         input_schema=loop.input_schema,
@@ -283,11 +280,9 @@ def _with_result_keys(
     return outer
 
 
-def _with_structured_response(
-    loop: StateGraph[Any, Any, Any, Any], settings: LoopSettings, name: str
-) -> StateGraph[Any, Any, Any, Any]:
+def _with_structured_response(loop: LoopBuilder, settings: LoopSettings, name: str) -> LoopBuilder:
     state, output = loop.state_schema, loop.output_schema
-    outer: StateGraph[Any, Any, Any, Any] = StateGraph(
+    outer: LoopBuilder = StateGraph(
         merged(state.__name__, state, StructuredOutput),
         context_schema=loop.context_schema,
         input_schema=loop.input_schema,

@@ -20,8 +20,6 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
-from langgraph.graph import StateGraph
-from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
 
 from loopgraphs.internals import has_reducer, state_channels, untraced_callable
@@ -37,7 +35,7 @@ from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import add_totals
+from loopgraphs.state import LoopBuilder, LoopRuntime, add_totals
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ Logic = Generator[Request, Any, dict[str, Any]]
 # A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
-NodeLogic = Callable[[dict[str, Any], RunnableConfig, Runtime[Any]], Logic]
+NodeLogic = Callable[[dict[str, Any], RunnableConfig, LoopRuntime], Logic]
 
 
 def run_sync(
@@ -143,7 +141,7 @@ def _commands_of(result: Any) -> Sequence[Command[Any]]:
     return [command for item in result for command in getattr(item, "commands", None) or ()]
 
 
-NextStep = Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any]
+NextStep = Callable[[dict[str, Any], Sequence[Any], LoopRuntime], Any]
 
 
 @contextlib.contextmanager
@@ -180,14 +178,14 @@ def node_callable(
     assert target is not None
     wanted = set(inspect.signature(target).parameters)
 
-    def passed(config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, Any]:
+    def passed(config: RunnableConfig, runtime: LoopRuntime) -> dict[str, Any]:
         return {k: v for k, v in (("config", config), ("runtime", runtime)) if k in wanted}
 
-    def plain(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+    def plain(state: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
         assert sync is not None
         return sync(state, **passed(config, runtime))
 
-    async def in_config(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+    async def in_config(state: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
         with config_set(config):
             if asynchronous is not None:
                 return await asynchronous(state, **passed(config, runtime))
@@ -226,13 +224,13 @@ def as_node(
     """
     run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
 
-    def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+    def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime) -> Any:
         commands: list[Command[Any]] = []
         update = run_sync(run(state, config, runtime), config, commands)
         return written(state, update, commands, runtime)
 
     async def async_node(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]
+        state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime
     ) -> Any:
         await load_context(runtime)
         commands: list[Command[Any]] = []
@@ -241,7 +239,7 @@ def as_node(
         return written(state, update, commands, runtime)
 
     def written(
-        state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: Runtime[Any]
+        state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: LoopRuntime
     ) -> Any:
         update = add_totals(state, update) if totals else update
         if isinstance(update, dict) and not settings.step_run:
@@ -255,7 +253,7 @@ def as_node(
 
 
 def add_step(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     name: str,
     logic: LogicFactory,
     settings: LoopSettings,
@@ -286,7 +284,7 @@ def add_step(
         builder.add_model_step(name, settles_answer=settles_answer)
 
 
-def keeps_totals(builder: StateGraph[Any, Any, Any, Any]) -> bool:
+def keeps_totals(builder: LoopBuilder) -> bool:
     """Whether the graph's counters hold running totals (no reducer adds the steps'
     counts up; see ``loopgraphs.state.TotalsOutput``)."""
     return not has_reducer(state_channels(builder), "llm_calls")
@@ -296,7 +294,7 @@ def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
     """The logic as a node runs it: the run's settings resolved once, when the step
     starts, and handed to it with the step's runtime and config."""
 
-    def resolved(state: dict[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Logic:
+    def resolved(state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime) -> Logic:
         step = Step(settings.for_run(runtime), runtime, config)
         return (yield from logic(state, step))
 

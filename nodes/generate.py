@@ -8,7 +8,6 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
 
 from loopgraphs import prompts
 from loopgraphs.deprecation import renamed
@@ -16,7 +15,7 @@ from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
 from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import add_usage
+from loopgraphs.state import LoopRuntime, add_usage
 
 __getattr__ = renamed(__name__, {"asker": "node_caller"})
 
@@ -32,7 +31,7 @@ __all__ = [
 
 
 def node_caller(
-    run: LoopSettings, state: Mapping[str, Any], runtime: Runtime[Any] | None
+    run: LoopSettings, state: Mapping[str, Any], runtime: LoopRuntime | None
 ) -> ModelCaller:
     """The model calls of one node run: the run's model, the caller's system prompt (as
     the state makes it), the state and runtime the requests carry, and the run's

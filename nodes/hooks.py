@@ -42,7 +42,7 @@ from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.state import empty_usage, scratch_of, starts_run, state_after
+from loopgraphs.state import LoopBuilder, empty_usage, scratch_of, starts_run, state_after
 
 FINISH = "finish"
 STOPPED = "stopped"
@@ -208,7 +208,7 @@ class Wiring:
         return self.entry(target)
 
 
-class LoopGraph(StateGraph[Any, Any, Any, Any]):
+class LoopGraph(LoopBuilder):
     """A loop's ``StateGraph``: ``add_edge`` and ``add_conditional_edges`` lead through the
     middleware's hook nodes (see the module docstring). Without middleware it is a plain
     ``StateGraph``."""
@@ -480,7 +480,7 @@ def _before_closing(messages: list[Any], closing: AIMessage | None) -> list[Any]
 
 
 def wire(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     middleware: Middlewares,
     *,
     loop: str,

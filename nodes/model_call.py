@@ -25,7 +25,6 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
@@ -33,7 +32,7 @@ from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.state import Usage, add_usage, empty_usage, usage_of
+from loopgraphs.state import LoopRuntime, Usage, add_usage, empty_usage, usage_of
 
 PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
 
@@ -226,7 +225,7 @@ class ModelCaller:
     model: BaseChatModel
     system: SystemMessage | None = None
     state: Mapping[str, Any] = field(default_factory=dict)
-    runtime: Runtime[Any] | None = None
+    runtime: LoopRuntime | None = None
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
     name: str | None = None

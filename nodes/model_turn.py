@@ -19,7 +19,6 @@ from langchain_core.messages import (
     AnyMessage,
     ToolCall,
 )
-from langgraph.runtime import Runtime
 
 from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes import model_call
@@ -35,6 +34,7 @@ from loopgraphs.nodes.tool_modes import (
     resolve_mode,
     run_registry,
 )
+from loopgraphs.state import LoopRuntime
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -44,7 +44,7 @@ def model_turn(
     history: Sequence[AnyMessage],
     *,
     require: str | None = None,
-    runtime: Runtime[Any] | None = None,
+    runtime: LoopRuntime | None = None,
 ) -> Generator[Any, Any, dict[str, Any]]:
     """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
     json → text when the provider refuses the form). Models that think better without a

@@ -15,21 +15,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.graph import END, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import END
 from langgraph.types import Send
 
 from loopgraphs.internals import state_channels, untraced_callable
 from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
 from loopgraphs.nodes.hooks import Wiring
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import scratch_of, state_after
+from loopgraphs.state import LoopBuilder, LoopRuntime, scratch_of, state_after
 
 Router = Callable[..., str | list[Send]]
 
 
 def route(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     source: str,
     router: Router,
     targets: Sequence[str],
@@ -41,7 +40,7 @@ def route(
     The router runs as LangGraph's own callable without tracing, in the caller's thread
     also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
-    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def with_runtime(state: dict[str, Any], runtime: LoopRuntime) -> str | list[Send]:
         return END if run_over(state) else router(state, runtime)
 
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:
@@ -60,7 +59,7 @@ def route(
 
 
 def add_routed_step(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     name: str,
     logic: LogicFactory,
     settings: LoopSettings,
@@ -89,8 +88,8 @@ def add_routed_step(
 
 
 def chosen_step(
-    builder: StateGraph[Any, Any, Any, Any], router: Router, targets: Sequence[str]
-) -> tuple[Callable[[dict[str, Any], Sequence[Any], Runtime[Any]], Any], tuple[str, ...]]:
+    builder: LoopBuilder, router: Router, targets: Sequence[str]
+) -> tuple[Callable[[dict[str, Any], Sequence[Any], LoopRuntime], Any], tuple[str, ...]]:
     """For a node that names the step after it itself (a ``Command(goto=...)``): the
     function that names it, ``next_step(state, outputs, runtime)``, and the nodes it may
     name, declared for the drawn graph. ``next_step`` reads the state as the node's
@@ -100,7 +99,7 @@ def chosen_step(
     wants_runtime = takes_runtime(router)
     channels = state_channels(builder)
 
-    def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: Runtime[Any]) -> Any:
+    def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: LoopRuntime) -> Any:
         after = state_after(channels, state, outputs)
         if run_over(after):
             return wiring.entry(END) if wiring is not None else END
@@ -116,7 +115,7 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
     """A router whose answers lead through the middleware's hook nodes (see
     ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
 
-    def with_runtime(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def with_runtime(state: dict[str, Any], runtime: LoopRuntime) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
 
     def without_runtime(state: dict[str, Any]) -> str | list[Send]:

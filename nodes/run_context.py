@@ -16,10 +16,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from loopgraphs.models import load_model
+from loopgraphs.state import LoopRuntime
 from loopgraphs.toolkits.registry import BUILTIN_TOOLKITS, ToolRegistry, get_tools
 
 DEFAULT_MODEL_SPEC = "local"
@@ -95,7 +95,7 @@ def _model_to_load(values: Mapping[str, Any]) -> str | None:
     return spec
 
 
-async def load_context(runtime: Runtime[Any] | None) -> None:
+async def load_context(runtime: LoopRuntime | None) -> None:
     """Load what the run's model and tools need in a worker thread, so that the sync
     loading (a server started, a profile read over HTTP, a search index built) never
     blocks the event loop of an async run; ``for_run`` and ``chat_model`` then find them

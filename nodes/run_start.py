@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.graph import START, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import START
 from langgraph.types import Command
 
 from loopgraphs.nodes.driver import keeps_totals
@@ -21,14 +20,14 @@ from loopgraphs.nodes.routing import Router, chosen_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import run_defaults, start_run
+from loopgraphs.state import LoopBuilder, LoopRuntime, run_defaults, start_run
 
 # A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
 Opening = Callable[[Any, LoopSettings], dict[str, Any]]
 
 
 def add_start(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: LoopBuilder,
     settings: LoopSettings,
     opening: Opening,
     then: Router,
@@ -62,7 +61,7 @@ def add_start(
         "tools" in can_jump_to(m, "before_model") for m in settings.middleware.items
     )
 
-    def prepare(state: dict[str, Any], runtime: Runtime[Any]) -> Command[Any]:
+    def prepare(state: dict[str, Any], runtime: LoopRuntime) -> Command[Any]:
         if not completes_calls:
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)

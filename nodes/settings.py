@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 from typing_extensions import TypedDict
@@ -39,7 +38,7 @@ from loopgraphs.nodes.run_context import (
     tool_names,
 )
 from loopgraphs.nodes.tool_guard import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
-from loopgraphs.state import TOOL_MODES
+from loopgraphs.state import TOOL_MODES, LoopRuntime
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsArg = Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None
@@ -178,7 +177,7 @@ class LoopSettings:
         ``load_context`` first, which loads it in a worker thread."""
         return self.model if self.model is not None else cached_model(DEFAULT_MODEL_SPEC)
 
-    def for_run(self, runtime: Runtime[Any] | None) -> LoopSettings:
+    def for_run(self, runtime: LoopRuntime | None) -> LoopSettings:
         """Apply the run's context on top of the factory settings.
 
         The context's ``model`` (a spec string or a chat model), ``tool_mode``, ``tools``

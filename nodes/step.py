@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
 
 from loopgraphs.nodes.generate import node_caller
 from loopgraphs.nodes.model_call import ModelCaller
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.state import LoopRuntime
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Step:
     """
 
     run: LoopSettings
-    runtime: Runtime[Any]
+    runtime: LoopRuntime
     config: RunnableConfig
 
     def ask(self, state: Mapping[str, Any]) -> ModelCaller:

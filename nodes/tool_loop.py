@@ -16,7 +16,6 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.config import get_config
-from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs.nodes.driver import node_callable
@@ -25,7 +24,7 @@ from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_guard import calls_since, earlier_calls
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
-from loopgraphs.state import scratch_of
+from loopgraphs.state import LoopRuntime, scratch_of
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:
@@ -73,7 +72,7 @@ def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
     """The ``review`` node: it pauses for human review of the last reply's flagged tool
     calls (``interrupt_before_tools``)."""
 
-    def review(state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+    def review(state: dict[str, Any], runtime: LoopRuntime) -> dict[str, Any]:
         run = settings.for_run(runtime)
         about = {
             tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools

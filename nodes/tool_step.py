@@ -29,7 +29,6 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import ToolNode
-from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from loopgraphs.internals import runs_in_thread_when_awaited, untraced_callable
@@ -42,6 +41,7 @@ from loopgraphs.nodes.tool_guard import (
     tool_threads,
 )
 from loopgraphs.process_hooks import after_fork
+from loopgraphs.state import LoopRuntime
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -83,12 +83,12 @@ class ToolStep:
         ``ToolNode`` for the run's tools (``invoke_tools``), ends the run after a
         successful ``return_direct`` tool, and notes a human message a tool added."""
 
-        def call_tool(input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        def call_tool(input: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
             run = self.settings.for_run(runtime)
             output = invoke_tools(self.node_for(run), run, input, config)
             return _noted_human(_return_direct(run, output))
 
-        async def acall_tool(input: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+        async def acall_tool(input: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
             await load_context(runtime)
             run = self.settings.for_run(runtime)
             output = await self.node_for(run).ainvoke(input, config)
