@@ -192,6 +192,11 @@ class RunState(TypedDict, total=False):
     remaining_steps: RemainingSteps
 
 
+class CommonState(RunOutput, RunState, total=False):
+    """The keys every loop's state has, whatever its counters' reducers: the state the
+    shared nodes (a run's start, middleware hooks, routers, the node driver) read."""
+
+
 class LoopState(OutputState, RunState, total=False):
     """Fields shared by every loop; each loop extends it with its own."""
 

@@ -30,7 +30,14 @@ from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import schema_name, structured_call
-from loopgraphs.state import CompiledLoop, InputState, LoopBuilder, OutputState, StructuredOutput
+from loopgraphs.state import (
+    CommonState,
+    CompiledLoop,
+    InputState,
+    LoopBuilder,
+    OutputState,
+    StructuredOutput,
+)
 
 
 def _fields(schema: type[Any] | None) -> dict[str, Any]:
@@ -290,7 +297,7 @@ def _with_structured_response(loop: LoopBuilder, settings: LoopSettings, name: s
     )
     outer.add_node(name, loop.compile(name=name))
 
-    def respond(state: dict[str, Any], step: Step) -> Logic:
+    def respond(state: CommonState, step: Step) -> Logic:
         question = next(
             (
                 content_text(m.content)

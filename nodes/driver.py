@@ -35,7 +35,7 @@ from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import LoopBuilder, LoopRuntime, add_totals
+from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, add_totals
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ Logic = Generator[Request, Any, dict[str, Any]]
 # A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
-NodeLogic = Callable[[dict[str, Any], RunnableConfig, LoopRuntime], Logic]
+NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
 
 
 def run_sync(
@@ -141,7 +141,7 @@ def _commands_of(result: Any) -> Sequence[Command[Any]]:
     return [command for item in result for command in getattr(item, "commands", None) or ()]
 
 
-NextStep = Callable[[dict[str, Any], Sequence[Any], LoopRuntime], Any]
+NextStep = Callable[[CommonState, Sequence[Any], LoopRuntime], Any]
 
 
 @contextlib.contextmanager
@@ -224,14 +224,12 @@ def as_node(
     """
     run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
 
-    def sync_node(state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime) -> Any:
+    def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Any:
         commands: list[Command[Any]] = []
         update = run_sync(run(state, config, runtime), config, commands)
         return written(state, update, commands, runtime)
 
-    async def async_node(
-        state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime
-    ) -> Any:
+    async def async_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Any:
         await load_context(runtime)
         commands: list[Command[Any]] = []
         with config_set(config):
@@ -239,7 +237,7 @@ def as_node(
         return written(state, update, commands, runtime)
 
     def written(
-        state: dict[str, Any], update: Any, commands: list[Command[Any]], runtime: LoopRuntime
+        state: CommonState, update: Any, commands: list[Command[Any]], runtime: LoopRuntime
     ) -> Any:
         update = add_totals(state, update) if totals else update
         if isinstance(update, dict) and not settings.step_run:
@@ -294,7 +292,7 @@ def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
     """The logic as a node runs it: the run's settings resolved once, when the step
     starts, and handed to it with the step's runtime and config."""
 
-    def resolved(state: dict[str, Any], config: RunnableConfig, runtime: LoopRuntime) -> Logic:
+    def resolved(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Logic:
         step = Step(settings.for_run(runtime), runtime, config)
         return (yield from logic(state, step))
 
@@ -309,7 +307,7 @@ def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
     fails for good adds to ``llm_calls`` too.
     """
 
-    def guarded(state: dict[str, Any], step: Step) -> Logic:
+    def guarded(state: CommonState, step: Step) -> Logic:
         info = getattr(step.runtime, "execution_info", None)
         earlier = (getattr(info, "node_attempt", 1) or 1) - 1
         try:

@@ -42,7 +42,13 @@ from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
-from loopgraphs.state import LoopBuilder, empty_usage, scratch_of, starts_run, state_after
+from loopgraphs.state import (
+    LoopBuilder,
+    empty_usage,
+    scratch_of,
+    starts_run,
+    state_after,
+)
 
 FINISH = "finish"
 STOPPED = "stopped"
@@ -78,6 +84,9 @@ def _hook_node(
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
 
 
+# Routers and hook steps take the whole state as a Mapping: LangGraph reads a router's
+# first parameter type as the schema of the state it passes, so a TypedDict there would
+# hide the caller's and the middleware's keys from the routers and hooks they wrap.
 Hook = Callable[[Any, Any], Any]
 AsyncHook = Callable[[Any, Any], Awaitable[Any]]
 
@@ -87,11 +96,11 @@ def _settling(
 ) -> tuple[Hook | None, AsyncHook | None]:
     """A hook's sync and async methods, each followed by ``_settled``."""
 
-    def settled_sync(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    def settled_sync(state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
         assert sync is not None
         return _settled(channels, state, sync(state, runtime))
 
-    async def settled_async(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    async def settled_async(state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
         assert asynchronous is not None
         return _settled(channels, state, await asynchronous(state, runtime))
 
@@ -106,11 +115,11 @@ def _noting_close(
 ) -> tuple[Hook | None, AsyncHook | None]:
     """A hook's sync and async methods, each followed by ``_closed``."""
 
-    def noted_sync(state: dict[str, Any], runtime: Any) -> Any:
+    def noted_sync(state: Mapping[str, Any], runtime: Any) -> Any:
         assert sync is not None
         return _closed(sync(state, runtime))
 
-    async def noted_async(state: dict[str, Any], runtime: Any) -> Any:
+    async def noted_async(state: Mapping[str, Any], runtime: Any) -> Any:
         assert asynchronous is not None
         return _closed(await asynchronous(state, runtime))
 
@@ -132,7 +141,7 @@ def _closed(update: Any) -> Any:
     return {**update, "scratch": {**(update.get("scratch") or {}), "hook_ended": True}}
 
 
-def _settled(channels: Channels, state: dict[str, Any], update: Any) -> dict[str, Any]:
+def _settled(channels: Channels, state: Mapping[str, Any], update: Any) -> dict[str, Any]:
     """A hook's update, with the run's answer read again from the last message when the
     run has finished (the hook may have rewritten the reply: a PII redaction, say)."""
     update = dict(update or {})
@@ -335,7 +344,7 @@ class LoopGraph(LoopBuilder):
             "end": STOPPED if hook == "before_model" else FINISH,
         }
 
-        def jump(state: dict[str, Any]) -> Any:
+        def jump(state: Mapping[str, Any]) -> Any:
             wanted = state.get("jump_to")
             if wanted in jumps and wanted in targets:
                 return targets[wanted]
@@ -378,7 +387,7 @@ class LoopGraph(LoopBuilder):
             targets = wiring.jump_targets(start_key)
             default = wiring.entry(end_key)
 
-            def leave(state: dict[str, Any]) -> str:
+            def leave(state: Mapping[str, Any]) -> str:
                 return wiring.jumped(start_key, state) or default
 
             path = untraced_callable(leave, None, name=f"{start_key}.jump")
@@ -433,17 +442,18 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
     message. A jump before the run's first step also resets the run's counters
     (``resets``)."""
 
-    def finish(state: dict[str, Any]) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any]) -> dict[str, Any]:
         new_run = starts_run(state)
         if not new_run and state.get("status") != "running":
             return {}  # the run had already ended
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
-        answered = isinstance(last, AIMessage) and not last.tool_calls
+        answer = last if isinstance(last, AIMessage) and not last.tool_calls else None
+        answered = answer is not None
         if stopped or scratch_of(state).get("hook_ended"):
             update = {
                 "status": "max_iterations",
-                "answer": best_effort_answer(_before_closing(messages, last if answered else None)),
+                "answer": best_effort_answer(_before_closing(messages, answer)),
                 "error": "",
                 "scratch": {"hook_ended": True},  # a loop running this one ends too
             }

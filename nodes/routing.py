@@ -19,11 +19,14 @@ from langgraph.graph import END
 from langgraph.types import Send
 
 from loopgraphs.internals import state_channels, untraced_callable
-from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
+from loopgraphs.nodes.driver import LogicFactory, NextStep, add_step, takes_runtime
 from loopgraphs.nodes.hooks import Wiring
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import LoopBuilder, LoopRuntime, scratch_of, state_after
 
+# Routers and hook steps take the whole state as a Mapping: LangGraph reads a router's
+# first parameter type as the schema of the state it passes, so a TypedDict there would
+# hide the caller's and the middleware's keys from the routers and hooks they wrap.
 Router = Callable[..., str | list[Send]]
 
 
@@ -40,10 +43,10 @@ def route(
     The router runs as LangGraph's own callable without tracing, in the caller's thread
     also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
-    def with_runtime(state: dict[str, Any], runtime: LoopRuntime) -> str | list[Send]:
+    def with_runtime(state: Mapping[str, Any], runtime: LoopRuntime) -> str | list[Send]:
         return END if run_over(state) else router(state, runtime)
 
-    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+    def without_runtime(state: Mapping[str, Any]) -> str | list[Send]:
         return END if run_over(state) else router(state)
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
@@ -89,7 +92,7 @@ def add_routed_step(
 
 def chosen_step(
     builder: LoopBuilder, router: Router, targets: Sequence[str]
-) -> tuple[Callable[[dict[str, Any], Sequence[Any], LoopRuntime], Any], tuple[str, ...]]:
+) -> tuple[NextStep, tuple[str, ...]]:
     """For a node that names the step after it itself (a ``Command(goto=...)``): the
     function that names it, ``next_step(state, outputs, runtime)``, and the nodes it may
     name, declared for the drawn graph. ``next_step`` reads the state as the node's
@@ -99,7 +102,7 @@ def chosen_step(
     wants_runtime = takes_runtime(router)
     channels = state_channels(builder)
 
-    def next_step(state: dict[str, Any], outputs: Sequence[Any], runtime: LoopRuntime) -> Any:
+    def next_step(state: Mapping[str, Any], outputs: Sequence[Any], runtime: LoopRuntime) -> Any:
         after = state_after(channels, state, outputs)
         if run_over(after):
             return wiring.entry(END) if wiring is not None else END
@@ -115,10 +118,10 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
     """A router whose answers lead through the middleware's hook nodes (see
     ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
 
-    def with_runtime(state: dict[str, Any], runtime: LoopRuntime) -> str | list[Send]:
+    def with_runtime(state: Mapping[str, Any], runtime: LoopRuntime) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
 
-    def without_runtime(state: dict[str, Any]) -> str | list[Send]:
+    def without_runtime(state: Mapping[str, Any]) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state))
 
     return with_runtime if takes_runtime(router) else without_runtime

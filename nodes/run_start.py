@@ -20,7 +20,7 @@ from loopgraphs.nodes.routing import Router, chosen_step
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
-from loopgraphs.state import LoopBuilder, LoopRuntime, run_defaults, start_run
+from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, run_defaults, start_run
 
 # A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
 Opening = Callable[[Any, LoopSettings], dict[str, Any]]
@@ -61,7 +61,7 @@ def add_start(
         "tools" in can_jump_to(m, "before_model") for m in settings.middleware.items
     )
 
-    def prepare(state: dict[str, Any], runtime: LoopRuntime) -> Command[Any]:
+    def prepare(state: CommonState, runtime: LoopRuntime) -> Command[Any]:
         if not completes_calls:
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)

@@ -24,7 +24,7 @@ from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_guard import calls_since, earlier_calls
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
-from loopgraphs.state import LoopRuntime, scratch_of
+from loopgraphs.state import CommonState, LoopRuntime, scratch_of
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:
@@ -72,12 +72,14 @@ def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
     """The ``review`` node: it pauses for human review of the last reply's flagged tool
     calls (``interrupt_before_tools``)."""
 
-    def review(state: dict[str, Any], runtime: LoopRuntime) -> dict[str, Any]:
+    def review(state: CommonState, runtime: LoopRuntime) -> dict[str, Any]:
         run = settings.for_run(runtime)
         about = {
             tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools
         }
         reply = state["messages"][-1]
+        if not isinstance(reply, AIMessage):  # the router sends only a reply with calls here
+            return {}
         reviews = ask_reviewer(run.review, reply, about)
         update: dict[str, Any] = {"scratch": {"reviews": reviews}}
         edited = with_edits(reply, reviews)
