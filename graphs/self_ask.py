@@ -43,6 +43,7 @@ from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     asked_before,
     copies_example,
+    fact_of,
     final_of,
     grounding,
     guided,
@@ -50,6 +51,7 @@ from loopgraphs.graphs.self_ask_guided import (
     guided_fallback,
     guided_form,
     guided_steps,
+    next_follow_up,
     read_of,
     read_request,
     scratchpad,
@@ -382,13 +384,14 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             fence = scratch_of(state).get("fence", "")
             mode = state.get("tool_mode") or "text"
             question, result = str(last["question"]), str(last["answer"])
-            messages, form = read_request(mode, question, result, fence)
-            call = asker(run, state, runtime).call(messages, form, tools=run.tools.tools)
+            request = request_of(state)
+            read = read_request(mode, question, result, fence, request, follow_ups[:-1])
+            call = asker(run, state, runtime).call(read.messages, read.form, tools=run.tools.tools)
             reply, spent = yield from call_model(call)
             said = read_of(reply)
             if copies_example(said, f"{last['question']} {last['answer']}"):
                 said = ""
-            said = said or guided_fallback(follow_ups, unread=True)
+            said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
             follow_ups[-1] = {**last, "answer": said}
             update = {**spent_together(update, spent), "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
@@ -424,8 +427,13 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             shown = answer_message(reply, turn.answer)
             return {"status": "completed", "answer": turn.answer, "messages": [shown]}
         question = (turn.question if asks else "") or open_json_field(text, "follow_up")
+        rewritten = False
         if not answered:
             question = question or read_answer(text) or request_of(state)
+        elif question and not asked_before(question, follow_ups):
+            # asked of the answer found, the fact the question needs (not "Who is X?")
+            needed = next_follow_up(request_of(state), question, follow_ups)
+            rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
             if steps_left(state, answer_steps):
@@ -434,7 +442,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return {"status": "max_iterations", "answer": answer}
         default = tool_for(run.tools, request_of(state), guided_choice(run))
         name = turn.tool if asks and turn.tool else default
-        args = turn.tool_input if asks and turn.tool and turn.tool_input else question
+        given = asks and turn.tool and turn.tool_input and not rewritten
+        args = turn.tool_input if given else question
         if steps_left(state, tool_steps(run)):
             call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())
             return {

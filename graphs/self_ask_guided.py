@@ -13,6 +13,7 @@ graph's nodes are in ``loopgraphs.graphs.self_ask``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -33,6 +34,9 @@ from loopgraphs.nodes.grounding import (
 from loopgraphs.nodes.model_send import Form
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
+    builds_on,
+    facts_read,
+    needed_words,
     open_json_field,
     parse_self_ask,
     read_answer,
@@ -66,19 +70,42 @@ def guided_choice(run: LoopSettings) -> str:
     return choice if isinstance(choice, str) and choice not in ("auto", "none") else "required"
 
 
+def asking_string(words: Sequence[str], holding: str, needed: Sequence[str]) -> dict[str, Any]:
+    """A grounded follow-up (see ``grounded_string``) that holds ``holding`` and one of
+    ``needed`` before or after it: the fact the question needs about the answer found
+    ("What is the profession of Ada Quinlan?", "Where was Ada Quinlan born?"), never
+    "Who is Ada Quinlan?"."""
+    plain = grounded_string(words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD)
+    chosen = sorted({w for w in words if w}, key=lambda w: (-len(w), w))
+    wanted = sorted({w for w in words_of(*needed) if w}, key=lambda w: (-len(w), w))
+    if not chosen or not wanted or "pattern" not in plain:
+        return plain
+    sep = "( |-|')"
+    word = "(" + "|".join(re.escape(w) for w in chosen) + ")"
+    need = "(" + "|".join(re.escape(w) for w in wanted) + ")"
+    held = sep.join(WORD_RE.findall(holding))
+    half = BEFORE_HELD // 2
+    first = f"({word}{sep}){{0,{half}}}{need}{sep}({word}{sep}){{0,{half}}}{held}"
+    then = f"({word}{sep}){{0,{BEFORE_HELD}}}{held}({sep}{word}){{0,{AFTER_HELD - 1}}}{sep}{need}"
+    return {"type": "string", "pattern": f"^({first}({sep}{word}){{0,{AFTER_HELD}}}|{then})[?]?$"}
+
+
 def follow_up_schema(
     tools: ToolRegistry,
     require: str | None,
     words: Sequence[str],
     holding: str = "",
     answer: Sequence[str] = (),
+    needed: Sequence[str] = (),
 ) -> dict[str, Any]:
     """JSON schema of a guided json reply asking one follow-up: one alternative per tool
     (only the one ``require`` names, when it names one), the question first (grounded in
-    ``words`` and ``holding``, see ``grounding``), then the tool and, for a tool with
-    several parameters, its arguments; given ``answer`` words, also the final answer
-    written from them."""
-    if holding:
+    ``words`` and ``holding``, with one of ``needed`` when given, see ``grounding``), then
+    the tool and, for a tool with several parameters, its arguments; given ``answer``
+    words, also the final answer written from them."""
+    if holding and needed:
+        question = asking_string(words, holding, needed)
+    elif holding:
         question = grounded_string(
             words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD
         )
@@ -124,6 +151,36 @@ class Grounding(NamedTuple):
     """The text a follow-up must hold ("" for none)."""
     answer: tuple[str, ...]
     """The words a final answer given instead of a follow-up may use (none: it may not)."""
+    needed: tuple[str, ...] = ()
+    """Words of the question a follow-up that holds an answer must use one of: what the
+    question still needs (see ``needed_words``; none: no such rule)."""
+
+
+def known_texts(follow_ups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The follow-ups asked so far and their answers: what a question no longer needs."""
+    return [str(f.get(key) or "") for f in follow_ups for key in ("question", "answer")]
+
+
+def still_needed(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """What a guided run's next follow-up must ask about the answer it holds: the words of
+    the question that no follow-up or answer so far used, while the chain has one answer
+    (none later: the run may end)."""
+    if not follow_ups or len(follow_ups) >= CHAIN:
+        return ()
+    return tuple(needed_words(question, known_texts(follow_ups)))
+
+
+def next_follow_up(question: str, asked: str, follow_ups: Sequence[Mapping[str, Any]]) -> str:
+    """The follow-up a guided run sends for the one its model ``asked``: that one when it
+    asks the fact the question needs of the answer found (see ``builds_on``), else that
+    fact asked of the answer in the words of the question ("What is the profession of
+    Ada Quinlan?"), so the chain does not ask "Who is Ada Quinlan?" and read a word of
+    her page."""
+    needed = still_needed(question, follow_ups)
+    held = grounding(question, follow_ups, final=False).held
+    if not needed or not held or builds_on(asked, held, needed):
+        return asked
+    return prompts.SELF_ASK_GUIDED_NEEDED.format(needed=" ".join(needed), answer=held)
 
 
 def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: bool) -> Grounding:
@@ -145,7 +202,8 @@ def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: 
     words = words_of(question, *answers, " ".join(sorted(QUESTION_WORDS)))
     last = answers[-1].strip().rstrip(".") if answers else ""
     held = last if 0 < len(WORD_RE.findall(last)) <= HOLD_WORDS else ""
-    return Grounding(tuple(words), held, answer)
+    needed = still_needed(question, follow_ups) if held else ()
+    return Grounding(tuple(words), held, answer, needed)
 
 
 def guided_text(tools: ToolRegistry, mode: str, tool: str) -> str:
@@ -160,12 +218,12 @@ def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None
     """How a guided turn is sent: in json mode, given what it is ``grounded`` in (see
     ``grounding``), constrained to a follow-up (or, ``final``, to the final answer); the
     tools described in the text otherwise."""
-    words, held, answer = grounded or ((), "", ())
+    words, held, answer, needed = grounded or ((), "", (), ())
 
     def schema(tools: ToolRegistry, require: str | None) -> dict[str, Any]:
         if final:
             return answer_schema("self_ask_final_answer", "final_answer", words)
-        return follow_up_schema(tools, require, words, held, answer)
+        return follow_up_schema(tools, require, words, held, answer, needed)
 
     kind: Any = "schema" if mode == "json" and grounded is not None else "prompt"
     return Form(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
@@ -214,15 +272,33 @@ def worked_example(mode: str, tools: ToolRegistry, tool: str) -> list[AnyMessage
     return turns
 
 
+class Read(NamedTuple):
+    """The request to read a follow-up's intermediate answer from its tool result."""
+
+    messages: list[AnyMessage]
+    form: Form
+    facts: list[list[str]]
+    """The facts the sentences shown give (see ``facts_read``): what the answer must name."""
+
+
 def read_request(
-    mode: str, question: str, result: str, fence: str
-) -> tuple[list[AnyMessage], Form]:
+    mode: str,
+    question: str,
+    result: str,
+    fence: str,
+    request: str = "",
+    before: Sequence[Mapping[str, Any]] = (),
+) -> Read:
     """The request to read a follow-up's intermediate answer from its tool result (the
-    sentences that share the most words with the question, fenced), after the worked
+    sentences that share the most words with the follow-up, then with what the user's
+    ``request`` still needs after the follow-ups ``before`` it, fenced), after the worked
     example's first follow-up read the same way, and how it is sent: in json mode
-    constrained to an answer grounded in the sentences shown."""
+    constrained to the facts of the closest sentences (see ``facts_read``: a name, a place,
+    a year, not a word of the sentence's frame such as "born"), else to the words shown."""
     asked, said, answer = prompts.SELF_ASK_EXAMPLE_STEPS[0]
-    shown = relevant_sentences(result, question, READ_SENTENCES)
+    needed = " ".join(needed_words(request, [*known_texts(before), question]))
+    shown = relevant_sentences(result, question, READ_SENTENCES, needed=needed)
+    facts = facts_read(shown, question, needed, request)
     example = json.dumps({"answer": answer}) if mode == "json" else answer
     messages: list[AnyMessage] = [
         HumanMessage(
@@ -235,15 +311,15 @@ def read_request(
     ]
     system = prompts.SELF_ASK_READ_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
     if mode != "json":
-        return messages, Form(system)
-    found = words_of(shown)
+        return Read(messages, Form(system), facts)
+    found = words_of(" ".join(w for fact in facts for w in fact)) or words_of(shown)
     words = tuple(new_words(found, question) or found)
     form = Form(
         system,
         tools="schema",
         schema=lambda tools, require: answer_schema("self_ask_read", "answer", words),
     )
-    return messages, form
+    return Read(messages, form, facts)
 
 
 def read_of(reply: AIMessage) -> str:
@@ -253,6 +329,18 @@ def read_of(reply: AIMessage) -> str:
         return ""
     text = content_text(reply.content)
     return open_json_field(text, "answer") or read_answer(text)
+
+
+def fact_of(said: str, facts: Sequence[Sequence[str]]) -> str:
+    """The intermediate answer kept from a read: what the model ``said`` when it names one
+    of the ``facts`` the result gives (or when there are none), else the first fact
+    ("Tessford" for a model that read "Born")."""
+    if not facts:
+        return said
+    named = {w.lower() for fact in facts for w in fact}
+    if said and named & {w.lower() for w in WORD_RE.findall(said)}:
+        return said
+    return " ".join(facts[0])
 
 
 def guided_steps(
