@@ -6,8 +6,12 @@ intermediate answers); each tool result is read, for its intermediate answer, in
 of its own. In json mode every reply is decoded under a schema whose strings are
 grounded (see ``loopgraphs.nodes.grounding``): a follow-up is written from the words of
 the question and of the answers read so far, an intermediate answer from the words of
-the tool result, and the final answer from the words of the intermediate answers. The
-graph's nodes are in ``loopgraphs.graphs.self_ask``.
+the tool result, and the final answer from the words of the intermediate answers. In
+every mode the follow-up after the first answer asks the fact the question still needs
+of that answer (``next_follow_up``), and a read names a fact of the result's closest
+sentences (``fact_of``), so that a question phrased as users ask it ("What is the
+profession of Ada Quinlan's mentor?") does not end on "Who is Bram Oster?" and "Born".
+The graph's nodes are in ``loopgraphs.graphs.self_ask``.
 """
 
 from __future__ import annotations
