@@ -370,27 +370,23 @@ def facts_read(text: str, question: str, needed: str = "", known: str = "") -> l
         known: Text whose words are not the fact (the user's question).
 
     Returns:
-        One list of words per closest sentence, in the result's order; none that holds no
-        such word.
+        One list of words per closest sentence that holds such words (the closest that
+        say something new: a sentence made only of the follow-up's words gives none), in
+        the result's order.
     """
     sentences = _sentences(text)
-    if not sentences:
-        return []
     ranks = _ranks(sentences, question, needed)
-    best = max(ranks)
     said = _stems(question) | _stems(known)
-    facts = []
+    facts: dict[tuple[int, int], list[list[str]]] = {}
     for sentence, rank in zip(sentences, ranks, strict=True):
-        if rank != best:
-            continue
         words = [
             w
             for w in _WORD_RE.findall(sentence)
             if _content(w) and w.lower()[:_STEM_CHARS] not in said
         ]
         if words:
-            facts.append(list(dict.fromkeys(words)))
-    return facts
+            facts.setdefault(rank, []).append(list(dict.fromkeys(words)))
+    return facts[max(facts)] if facts else []
 
 
 def read_answer(text: str) -> str:
