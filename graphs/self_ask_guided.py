@@ -17,7 +17,6 @@ The graph's nodes are in ``loopgraphs.graphs.self_ask``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -74,42 +73,19 @@ def guided_choice(run: LoopSettings) -> str:
     return choice if isinstance(choice, str) and choice not in ("auto", "none") else "required"
 
 
-def asking_string(words: Sequence[str], holding: str, needed: Sequence[str]) -> dict[str, Any]:
-    """A grounded follow-up (see ``grounded_string``) that holds ``holding`` and one of
-    ``needed`` before or after it: the fact the question needs about the answer found
-    ("What is the profession of Ada Quinlan?", "Where was Ada Quinlan born?"), never
-    "Who is Ada Quinlan?"."""
-    plain = grounded_string(words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD)
-    chosen = sorted({w for w in words if w}, key=lambda w: (-len(w), w))
-    wanted = sorted({w for w in words_of(*needed) if w}, key=lambda w: (-len(w), w))
-    if not chosen or not wanted or "pattern" not in plain:
-        return plain
-    sep = "( |-|')"
-    word = "(" + "|".join(re.escape(w) for w in chosen) + ")"
-    need = "(" + "|".join(re.escape(w) for w in wanted) + ")"
-    held = sep.join(WORD_RE.findall(holding))
-    half = BEFORE_HELD // 2
-    first = f"({word}{sep}){{0,{half}}}{need}{sep}({word}{sep}){{0,{half}}}{held}"
-    then = f"({word}{sep}){{0,{BEFORE_HELD}}}{held}({sep}{word}){{0,{AFTER_HELD - 1}}}{sep}{need}"
-    return {"type": "string", "pattern": f"^({first}({sep}{word}){{0,{AFTER_HELD}}}|{then})[?]?$"}
-
-
 def follow_up_schema(
     tools: ToolRegistry,
     require: str | None,
     words: Sequence[str],
     holding: str = "",
     answer: Sequence[str] = (),
-    needed: Sequence[str] = (),
 ) -> dict[str, Any]:
     """JSON schema of a guided json reply asking one follow-up: one alternative per tool
     (only the one ``require`` names, when it names one), the question first (grounded in
-    ``words`` and ``holding``, with one of ``needed`` when given, see ``grounding``), then
+    ``words`` and ``holding``, see ``grounding``), then
     the tool and, for a tool with several parameters, its arguments; given ``answer``
     words, also the final answer written from them."""
-    if holding and needed:
-        question = asking_string(words, holding, needed)
-    elif holding:
+    if holding:
         question = grounded_string(
             words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD
         )
@@ -155,9 +131,6 @@ class Grounding(NamedTuple):
     """The text a follow-up must hold ("" for none)."""
     answer: tuple[str, ...]
     """The words a final answer given instead of a follow-up may use (none: it may not)."""
-    needed: tuple[str, ...] = ()
-    """Words of the question a follow-up that holds an answer must use one of: what the
-    question still needs (see ``needed_words``; none: no such rule)."""
 
 
 def known_texts(follow_ups: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -206,8 +179,7 @@ def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: 
     words = words_of(question, *answers, " ".join(sorted(QUESTION_WORDS)))
     last = answers[-1].strip().rstrip(".") if answers else ""
     held = last if 0 < len(WORD_RE.findall(last)) <= HOLD_WORDS else ""
-    needed = still_needed(question, follow_ups) if held else ()
-    return Grounding(tuple(words), held, answer, needed)
+    return Grounding(tuple(words), held, answer)
 
 
 def guided_text(tools: ToolRegistry, mode: str, tool: str) -> str:
@@ -222,12 +194,12 @@ def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None
     """How a guided turn is sent: in json mode, given what it is ``grounded`` in (see
     ``grounding``), constrained to a follow-up (or, ``final``, to the final answer); the
     tools described in the text otherwise."""
-    words, held, answer, needed = grounded or ((), "", (), ())
+    words, held, answer = grounded or ((), "", ())
 
     def schema(tools: ToolRegistry, require: str | None) -> dict[str, Any]:
         if final:
             return answer_schema("self_ask_final_answer", "final_answer", words)
-        return follow_up_schema(tools, require, words, held, answer, needed)
+        return follow_up_schema(tools, require, words, held, answer)
 
     kind: Any = "schema" if mode == "json" and grounded is not None else "prompt"
     return Form(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
@@ -302,7 +274,7 @@ def read_request(
     asked, said, answer = prompts.SELF_ASK_EXAMPLE_STEPS[0]
     needed = " ".join(needed_words(request, [*known_texts(before), question]))
     shown = relevant_sentences(result, question, READ_SENTENCES, needed=needed)
-    facts = facts_read(shown, question, needed, request)
+    facts = facts_read(shown, question, needed, request, result)
     example = json.dumps({"answer": answer}) if mode == "json" else answer
     messages: list[AnyMessage] = [
         HumanMessage(

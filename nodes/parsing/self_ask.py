@@ -355,9 +355,11 @@ def relevant_sentences(text: str, question: str, limit: int = 3, needed: str = "
     return " ".join(sentences[i] for i in sorted(ranked[:limit]))
 
 
-def facts_read(text: str, question: str, needed: str = "", known: str = "") -> list[list[str]]:
-    """The facts a tool result gives for a follow-up: for each of its closest sentences
-    (those sharing the most words with the follow-up, then with ``needed``), the words
+def facts_read(
+    text: str, question: str, needed: str = "", known: str = "", page: str = ""
+) -> list[list[str]]:
+    """The facts a tool result gives for a follow-up: for each of its sentences (those
+    sharing the most words with the follow-up, then with ``needed``, first), the words
     that name something and that neither the follow-up nor ``known`` (the user's
     question) uses. For "Who founded Harrowby Looms?" and "Harrowby Looms was founded by
     Ada Quinlan." it is ``[["Ada", "Quinlan"]]``: the fact, never a word of the sentence's
@@ -368,25 +370,30 @@ def facts_read(text: str, question: str, needed: str = "", known: str = "") -> l
         question: The follow-up.
         needed: What the user's question still needs (see ``needed_words``).
         known: Text whose words are not the fact (the user's question).
+        page: The whole tool result: a word it writes in lower case in more than one
+            sentence ("born", "year", "lies") frames its facts and is not one.
 
     Returns:
-        One list of words per closest sentence that holds such words (the closest that
-        say something new: a sentence made only of the follow-up's words gives none), in
-        the result's order.
+        One list of words per sentence that holds such words, the closest first.
     """
     sentences = _sentences(text)
     ranks = _ranks(sentences, question, needed)
     said = _stems(question) | _stems(known)
-    facts: dict[tuple[int, int], list[list[str]]] = {}
-    for sentence, rank in zip(sentences, ranks, strict=True):
+    uses: dict[str, int] = {}
+    for sentence in _sentences(page):
+        for word in {w for w in _WORD_RE.findall(sentence) if w.islower()}:
+            uses[word] = uses.get(word, 0) + 1
+    said |= {word[:_STEM_CHARS] for word, count in uses.items() if count > 1}
+    facts: list[tuple[tuple[int, int], int, list[str]]] = []
+    for index, (sentence, rank) in enumerate(zip(sentences, ranks, strict=True)):
         words = [
             w
             for w in _WORD_RE.findall(sentence)
             if _content(w) and w.lower()[:_STEM_CHARS] not in said
         ]
         if words:
-            facts.setdefault(rank, []).append(list(dict.fromkeys(words)))
-    return facts[max(facts)] if facts else []
+            facts.append(((-rank[0], -rank[1]), index, list(dict.fromkeys(words))))
+    return [words for _, _, words in sorted(facts)]
 
 
 def read_answer(text: str) -> str:
