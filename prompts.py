@@ -236,6 +236,9 @@ Follow up: <one simple question>
 Intermediate answer: <its answer>
 ... (more follow-ups, each with its intermediate answer)
 So the final answer is: <the answer>
+A follow-up after an intermediate answer asks about that answer the fact the question
+needs, in the question's words ("Who was the mentor of <that answer>?"), never only who
+or what it is.
 When no follow-up is needed, write "Are follow up questions needed here? No." and the
 final answer line.
 
@@ -308,7 +311,8 @@ SELF_ASK_FORCE_FINAL = (
 SELF_ASK_GUIDED_SYSTEM = (
     "Answer the question by asking simple follow-up questions, one at a time. Each "
     "follow-up goes to a tool, and its intermediate answer comes back. Then ask the next "
-    "follow-up, or give the final answer.\nTools:\n{tools}"
+    "follow-up, about that answer: the fact the question asks for, not who or what it "
+    "is. Or give the final answer.\nTools:\n{tools}"
 )
 
 SELF_ASK_GUIDED_TEXT_NOTE = (
@@ -339,6 +343,11 @@ SELF_ASK_QUESTION_LINE = "Question: {question}"
 SELF_ASK_STEP_LINES = "Follow up: {question}\nIntermediate answer: {answer}"
 
 SELF_ASK_FOLLOW_UP_LINE = "Follow up: {question}"
+
+SELF_ASK_GUIDED_NEEDED = "What is the {needed} of {answer}?"
+"""The follow-up a guided run asks instead of one that does not ask the fact the question
+needs of the answer found ("Who is Ada Quinlan?"): ``{needed}`` is the question's words
+that no follow-up used yet, ``{answer}`` the answer found."""
 
 SELF_ASK_FINAL_LINE = "So the final answer is: {answer}"
 

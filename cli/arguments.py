@@ -94,7 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="evaluate loops on the bundled task suites")
     evaluate.add_argument("--loops", default="all", help="comma-separated loop names, or 'all'")
-    evaluate.add_argument("--suite", default="all", help="arithmetic, multihop, verify, or 'all'")
+    evaluate.add_argument(
+        "--suite",
+        default="all",
+        help="arithmetic, multihop, verify, or 'all' (those three); multihop-classic and "
+        "verify-classic ask multihop and verify in their old, single phrasing; or a JSONL or "
+        "CSV file of your own questions",
+    )
     add_model_arguments(evaluate)
     evaluate.add_argument("--limit", type=int, help="items per suite")
     evaluate.add_argument(

@@ -2,7 +2,9 @@
 
 * ``data``: one's own rows (a list of dicts, a JSONL or CSV file, a pandas DataFrame) or
   suite names, as tasks (``load_tasks``).
-* ``suites``: the ``arithmetic``, ``multihop`` and ``verify`` suites (``make_suite``).
+* ``suites``: the ``arithmetic``, ``multihop`` and ``verify`` suites, and ``multihop`` and
+  ``verify`` in their classic phrasing alone (``multihop-classic``, ``verify-classic``)
+  (``make_suite``).
 * ``scoring``: whether an answer is correct (``score``, ``normalise``, the scorers of
   ``SCORERS``, ``from_evaluator`` for openevals and agentevals evaluators).
 * ``runner``: every loop on every task with bounded concurrency (``evaluate``, in a
@@ -39,7 +41,15 @@ from loopgraphs.eval.server import (
     evaluate_server,
     run_context,
 )
-from loopgraphs.eval.suites import DEFAULT_SEED, MULTIHOP_TEMPLATES, SUITES, make_suite
+from loopgraphs.eval.suites import (
+    DEFAULT_SEED,
+    MULTIHOP_TEMPLATES,
+    PHRASINGS,
+    SUITE_NAMES,
+    SUITE_VARIANTS,
+    SUITES,
+    make_suite,
+)
 from loopgraphs.eval.task import Task
 
 __all__ = [
@@ -47,8 +57,11 @@ __all__ = [
     "EVAL_TOOLS",
     "MULTIHOP_TEMPLATES",
     "OWN_DATA",
+    "PHRASINGS",
     "SCORERS",
     "SUITES",
+    "SUITE_NAMES",
+    "SUITE_VARIANTS",
     "EvalPlan",
     "EvalReport",
     "RunResult",

@@ -2,7 +2,8 @@
 
 ``load_tasks`` reads every kind of data an evaluation takes into lists of ``Task``:
 
-* bundled suite names: ``"arithmetic"``, ``"multihop,verify"``, ``["verify"]`` or ``"all"``;
+* bundled suite names: ``"arithmetic"``, ``"multihop,verify"``, ``["verify"]`` or ``"all"``
+  (the three suites; ``"multihop-classic"`` and ``"verify-classic"`` are asked by name);
 * rows: a list of ``{"question": ..., "expected": ...}`` dicts, where ``expected`` is one
   answer or a list of acceptable answers and the other keys are kept as the task's
   ``metadata``;
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from loopgraphs.eval.suites import DEFAULT_SEED, SUITES, make_suite
+from loopgraphs.eval.suites import DEFAULT_SEED, SUITE_NAMES, SUITES, make_suite
 from loopgraphs.eval.task import Task
 
 if TYPE_CHECKING:
@@ -45,22 +46,28 @@ FIELDS: tuple[str, ...] = ("question", "expected")
 """The keys every row must have; the others are the task's metadata."""
 
 
-def choose_names(value: str | Sequence[str] | None, known: Sequence[str], kind: str) -> list[str]:
+def choose_names(
+    value: str | Sequence[str] | None,
+    known: Sequence[str],
+    kind: str,
+    every: Sequence[str] | None = None,
+) -> list[str]:
     """Names picked from ``known``: a list, a comma-separated string, or ``"all"``/None.
 
     Args:
         value: The selection.
         known: The names that exist, in order.
         kind: What they name (``"loop"``, ``"suite"``), for the error.
+        every: The names ``"all"`` stands for (None: every known name).
 
     Returns:
-        The names, without repeats; every known name for ``"all"`` or None.
+        The names, without repeats; ``every`` (or every known name) for ``"all"`` or None.
 
     Raises:
         ValueError: An unknown name, or an empty selection.
     """
     if value is None or value == "all" or (not isinstance(value, str) and list(value) == ["all"]):
-        return list(known)
+        return list(known if every is None else every)
     names = [n.strip() for n in value.split(",")] if isinstance(value, str) else list(value)
     names = [n for n in names if n]
     unknown = [n for n in names if n not in known]
@@ -230,7 +237,7 @@ def load_tasks(
     if _is_path(data):
         tasks = tasks_from_rows(read_rows(data), Path(data).name)
     elif _is_names(data):
-        names = choose_names(data, SUITES, "suite")
+        names = choose_names(data, SUITE_NAMES, "suite", every=SUITES)
         return {name: make_suite(name, seed)[:limit] for name in names}
     elif _is_dataframe(data):
         tasks = tasks_from_rows(data.to_dict(orient="records"), "the DataFrame")

@@ -9,13 +9,13 @@ Rules, applied by ``score`` to the loop's ``answer``:
    normalisation, or when it has at most ``SHORT_PREDICTION_WORDS`` (30) words and
    contains the normalised expected answer as a whole word or phrase ("The answer is
    11,297." matches ``11297``; "112970" does not).
-3. ``verify`` items first read the prediction's verdict, ignoring its questions (sentences
-   ending in "?") and the sentences of 3 or more words it copies from the task: it says
-   *true* when it holds one of "true", "yes", "correct", "right", "accurate" (not as in
-   "the correct answer") and none of the negations "false", "no", "not", "incorrect",
-   "wrong", "untrue", "inaccurate" (any length). A true claim is answered correctly by a
-   true verdict only. A false claim is answered correctly by a prediction that gives the
-   correct value (rule 2) without a true verdict.
+3. ``verify`` items (and ``verify-classic`` ones) first read the prediction's verdict,
+   ignoring its questions (sentences ending in "?") and the sentences of 3 or more words
+   it copies from the task: it says *true* when it holds one of "true", "yes", "correct",
+   "right", "accurate" (not as in "the correct answer") and none of the negations "false",
+   "no", "not", "incorrect", "wrong", "untrue", "inaccurate" (any length). A true claim is
+   answered correctly by a true verdict only. A false claim is answered correctly by a
+   prediction that gives the correct value (rule 2) without a true verdict.
 
 ``score`` is the ``"default"`` scorer of an evaluation. ``SCORERS`` names the others
 (``"exact"``, ``"normalised"``, ``"contains"``); any callable ``(answer, expected, run)``
@@ -30,6 +30,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
+
+from loopgraphs.eval.task import base_suite
 
 if TYPE_CHECKING:
     from loopgraphs.eval.report import RunResult
@@ -161,7 +163,7 @@ def score(prediction: str, task: Task) -> bool:
     """
     prediction = prediction or ""
     expected = (task.answer, *task.aliases)
-    if task.suite == "verify":
+    if base_suite(task.suite) == "verify":
         verdict = verdict_is_true(prediction, task.question)
         if normalise(task.answer) == "true":
             return verdict

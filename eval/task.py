@@ -17,7 +17,8 @@ class Task:
         question: The text sent to the loop as the user message.
         answer: The expected answer (``"true"`` for a true claim of ``verify``).
         aliases: Other answers accepted as equally correct.
-        metadata: The other keys of the row the task was read from (own data only).
+        metadata: The other keys of the row the task was read from, or, in a bundled
+            suite, how the question is phrased (``phrasing``).
     """
 
     id: str
@@ -26,3 +27,12 @@ class Task:
     answer: str
     aliases: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+CLASSIC_SUFFIX = "-classic"
+"""Marks a bundled suite that asks its items in the classic phrasing alone."""
+
+
+def base_suite(name: str) -> str:
+    """The suite a name's items come from: ``"verify"`` for ``"verify-classic"``."""
+    return name.removesuffix(CLASSIC_SUFFIX)

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -43,6 +43,7 @@ from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     asked_before,
     copies_example,
+    fact_of,
     final_of,
     grounding,
     guided,
@@ -50,6 +51,7 @@ from loopgraphs.graphs.self_ask_guided import (
     guided_fallback,
     guided_form,
     guided_steps,
+    next_follow_up,
     read_of,
     read_request,
     scratchpad,
@@ -281,7 +283,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
         return after + bool(run.review) + 1 + model_steps
 
-    def opening(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
         update: dict[str, Any] = {
             "follow_ups": [],
             "pending": [],
@@ -294,7 +296,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
 
     def model_turn(
         run: LoopSettings,
-        state: dict[str, Any],
+        state: SelfAskState,
         history: Sequence[AnyMessage],
         runtime: Runtime[Any],
     ) -> Logic:
@@ -369,7 +371,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             HumanMessage(scratchpad(question, steps)),
         ]
 
-    def guided_generate(state: dict[str, Any], runtime: Runtime[Any]) -> Logic:
+    def guided_generate(state: SelfAskState, runtime: Runtime[Any]) -> Logic:
         """Read the last tool result (when unread), then ask the next follow-up while the
         budget allows; each is one model call."""
         run = settings.for_run(runtime)
@@ -382,13 +384,16 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             fence = scratch_of(state).get("fence", "")
             mode = state.get("tool_mode") or "text"
             question, result = str(last["question"]), str(last["answer"])
-            messages, form = read_request(mode, question, result, fence)
-            call = node_caller(run, state, runtime).call(messages, form, tools=run.tools.tools)
+            request = request_of(state)
+            read = read_request(mode, question, result, fence, request, follow_ups[:-1])
+            call = node_caller(run, state, runtime).call(
+                read.messages, read.form, tools=run.tools.tools
+            )
             reply, spent = yield from call_model(call)
             said = read_of(reply)
             if copies_example(said, f"{last['question']} {last['answer']}"):
                 said = ""
-            said = said or guided_fallback(follow_ups, unread=True)
+            said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
             follow_ups[-1] = {**last, "answer": said}
             update = {**spent_together(update, spent), "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
@@ -424,8 +429,13 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             shown = answer_message(reply, turn.answer)
             return {"status": "completed", "answer": turn.answer, "messages": [shown]}
         question = (turn.question if asks else "") or open_json_field(text, "follow_up")
+        rewritten = False
         if not answered:
             question = question or read_answer(text) or request_of(state)
+        elif question and not asked_before(question, follow_ups):
+            # asked of the answer found, the fact the question needs (not "Who is X?")
+            needed = next_follow_up(request_of(state), question, follow_ups)
+            rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
             if steps_left(state, answer_steps):
@@ -434,7 +444,8 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return {"status": "max_iterations", "answer": answer}
         default = tool_for(run.tools, request_of(state), guided_choice(run))
         name = turn.tool if asks and turn.tool else default
-        args = turn.tool_input if asks and turn.tool and turn.tool_input else question
+        given = asks and turn.tool and turn.tool_input and not rewritten
+        args = turn.tool_input if given else question
         if steps_left(state, tool_steps(run)):
             call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())
             return {
@@ -443,7 +454,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
-    def guided_final(state: dict[str, Any], runtime: Runtime[Any]) -> Logic:
+    def guided_final(state: SelfAskState, runtime: Runtime[Any]) -> Logic:
         """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
         short answer while the budget allows, and is never the answer: the run then ends,
         not completed, with the last intermediate answer."""
@@ -477,7 +488,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "completed" if done else "max_iterations",
         }
 
-    def settled(state: dict[str, Any], run: LoopSettings) -> dict[str, Any]:
+    def settled(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
         """The last turn's follow-ups answered from their tool results (see
         ``_answered``), when there are some; a guided run reads the last result next."""
         if not state.get("pending"):
@@ -485,7 +496,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         mode = state.get("tool_mode") or "none"
         return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
 
-    def generate(state: dict[str, Any], step: Step) -> Logic:
+    def generate(state: SelfAskState, step: Step) -> Logic:
         """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
         written as the reply with its tool calls; the last turn's follow-ups are answered
         first from their tool results."""
@@ -493,7 +504,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         done = settled(state, run)
         if scratch_of(state).get("tool_ended"):  # a tool ended the run
             return {**done, "status": "completed"}
-        view = {**state, **done}
+        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
             update = yield from guided_generate(view, step.runtime)
             read = guided_parse
@@ -609,12 +620,12 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             )
         return update
 
-    def final_answer(state: dict[str, Any], step: Step) -> Logic:
+    def final_answer(state: SelfAskState, step: Step) -> Logic:
         """Ask once for the answer (the follow-up budget is spent, or a reply was cut),
         after answering the last turn's follow-ups from their tool results."""
         run = step.run
         done = settled(state, run)
-        view = {**state, **done}
+        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
             return {**done, **(yield from guided_final(view, step.runtime))}
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
@@ -637,7 +648,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "max_iterations",
         }
 
-    def route_generated(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def route_generated(state: SelfAskState, runtime: Runtime[Any]) -> str | list[Send]:
         if state.get("status") != "running":
             return END
         if state.get("pending"):
@@ -647,12 +658,12 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return "final_answer"
         return route_tools(state, runtime)
 
-    def route_tools(state: dict[str, Any], runtime: Runtime[Any]) -> str:
+    def route_tools(state: SelfAskState, runtime: Runtime[Any]) -> str:
         if scratch_of(state).get("tool_ended"):  # generate ends the run
             return "generate"
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
 
-    def route_reviewed(state: dict[str, Any], runtime: Runtime[Any]) -> str | list[Send]:
+    def route_reviewed(state: SelfAskState, runtime: Runtime[Any]) -> str | list[Send]:
         return dispatch(pending_calls(state["messages"])) or route_tools(state, runtime)
 
     builder = new_graph(

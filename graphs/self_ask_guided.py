@@ -6,8 +6,12 @@ intermediate answers); each tool result is read, for its intermediate answer, in
 of its own. In json mode every reply is decoded under a schema whose strings are
 grounded (see ``loopgraphs.nodes.grounding``): a follow-up is written from the words of
 the question and of the answers read so far, an intermediate answer from the words of
-the tool result, and the final answer from the words of the intermediate answers. The
-graph's nodes are in ``loopgraphs.graphs.self_ask``.
+the tool result, and the final answer from the words of the intermediate answers. In
+every mode the follow-up after the first answer asks the fact the question still needs
+of that answer (``next_follow_up``), and a read names a fact of the result's closest
+sentences (``fact_of``), so that a question phrased as users ask it ("What is the
+profession of Ada Quinlan's mentor?") does not end on "Who is Bram Oster?" and "Born".
+The graph's nodes are in ``loopgraphs.graphs.self_ask``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from loopgraphs.nodes.grounding import (
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
+    builds_on,
+    facts_read,
+    needed_words,
     open_json_field,
     parse_self_ask,
     read_answer,
@@ -75,9 +82,9 @@ def follow_up_schema(
 ) -> dict[str, Any]:
     """JSON schema of a guided json reply asking one follow-up: one alternative per tool
     (only the one ``require`` names, when it names one), the question first (grounded in
-    ``words`` and ``holding``, see ``grounding``), then the tool and, for a tool with
-    several parameters, its arguments; given ``answer`` words, also the final answer
-    written from them."""
+    ``words`` and ``holding``, see ``grounding``), then
+    the tool and, for a tool with several parameters, its arguments; given ``answer``
+    words, also the final answer written from them."""
     if holding:
         question = grounded_string(
             words, most=BEFORE_HELD, end="?", holding=holding, after=AFTER_HELD
@@ -124,6 +131,33 @@ class Grounding(NamedTuple):
     """The text a follow-up must hold ("" for none)."""
     answer: tuple[str, ...]
     """The words a final answer given instead of a follow-up may use (none: it may not)."""
+
+
+def known_texts(follow_ups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The follow-ups asked so far and their answers: what a question no longer needs."""
+    return [str(f.get(key) or "") for f in follow_ups for key in ("question", "answer")]
+
+
+def still_needed(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """What a guided run's next follow-up must ask about the answer it holds: the words of
+    the question that no follow-up or answer so far used, while the chain has one answer
+    (none later: the run may end)."""
+    if not follow_ups or len(follow_ups) >= CHAIN:
+        return ()
+    return tuple(needed_words(question, known_texts(follow_ups)))
+
+
+def next_follow_up(question: str, asked: str, follow_ups: Sequence[Mapping[str, Any]]) -> str:
+    """The follow-up a guided run sends for the one its model ``asked``: that one when it
+    asks the fact the question needs of the answer found (see ``builds_on``), else that
+    fact asked of the answer in the words of the question ("What is the profession of
+    Ada Quinlan?"), so the chain does not ask "Who is Ada Quinlan?" and read a word of
+    her page."""
+    needed = still_needed(question, follow_ups)
+    held = grounding(question, follow_ups, final=False).held
+    if not needed or not held or builds_on(asked, held, needed):
+        return asked
+    return prompts.SELF_ASK_GUIDED_NEEDED.format(needed=" ".join(needed), answer=held)
 
 
 def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: bool) -> Grounding:
@@ -214,15 +248,33 @@ def worked_example(mode: str, tools: ToolRegistry, tool: str) -> list[AnyMessage
     return turns
 
 
+class Read(NamedTuple):
+    """The request to read a follow-up's intermediate answer from its tool result."""
+
+    messages: list[AnyMessage]
+    form: RequestForm
+    facts: list[list[str]]
+    """The facts the sentences shown give (see ``facts_read``): what the answer must name."""
+
+
 def read_request(
-    mode: str, question: str, result: str, fence: str
-) -> tuple[list[AnyMessage], RequestForm]:
+    mode: str,
+    question: str,
+    result: str,
+    fence: str,
+    request: str = "",
+    before: Sequence[Mapping[str, Any]] = (),
+) -> Read:
     """The request to read a follow-up's intermediate answer from its tool result (the
-    sentences that share the most words with the question, fenced), after the worked
+    sentences that share the most words with the follow-up, then with what the user's
+    ``request`` still needs after the follow-ups ``before`` it, fenced), after the worked
     example's first follow-up read the same way, and how it is sent: in json mode
-    constrained to an answer grounded in the sentences shown."""
+    constrained to the facts of the closest sentences (see ``facts_read``: a name, a place,
+    a year, not a word of the sentence's frame such as "born"), else to the words shown."""
     asked, said, answer = prompts.SELF_ASK_EXAMPLE_STEPS[0]
-    shown = relevant_sentences(result, question, READ_SENTENCES)
+    needed = " ".join(needed_words(request, [*known_texts(before), question]))
+    shown = relevant_sentences(result, question, READ_SENTENCES, needed=needed)
+    facts = facts_read(shown, question, needed, request, result)
     example = json.dumps({"answer": answer}) if mode == "json" else answer
     messages: list[AnyMessage] = [
         HumanMessage(
@@ -235,15 +287,15 @@ def read_request(
     ]
     system = prompts.SELF_ASK_READ_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
     if mode != "json":
-        return messages, RequestForm(system)
-    found = words_of(shown)
+        return Read(messages, RequestForm(system), facts)
+    found = words_of(" ".join(w for fact in facts for w in fact)) or words_of(shown)
     words = tuple(new_words(found, question) or found)
     form = RequestForm(
         system,
         tools="schema",
         schema=lambda tools, require: answer_schema("self_ask_read", "answer", words),
     )
-    return messages, form
+    return Read(messages, form, facts)
 
 
 def read_of(reply: AIMessage) -> str:
@@ -253,6 +305,18 @@ def read_of(reply: AIMessage) -> str:
         return ""
     text = content_text(reply.content)
     return open_json_field(text, "answer") or read_answer(text)
+
+
+def fact_of(said: str, facts: Sequence[Sequence[str]]) -> str:
+    """The intermediate answer kept from a read: what the model ``said`` when it names one
+    of the ``facts`` the result gives (or when there are none), else the first fact
+    ("Tessford" for a model that read "Born")."""
+    if not facts:
+        return said
+    named = {w.lower() for fact in facts for w in fact}
+    if said and named & {w.lower() for w in WORD_RE.findall(said)}:
+        return said
+    return " ".join(facts[0])
 
 
 def guided_steps(

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
 from loopgraphs.nodes.parsing.text import clip, final_answer_of, tidy
+from loopgraphs.text import STOP_WORDS
 
 SO_FINAL_RE = re.compile(r"So[ \t]+the[ \t]+final[ \t]+answer[ \t]+is[ \t]*:", re.IGNORECASE)
 NEEDED_RE = re.compile(
@@ -217,8 +219,6 @@ _READ_MARKER_RE = re.compile(
 def _stems(text: str) -> set[str]:
     """What a text is about: its words, lower-cased and cut to their first letters, without
     the stop words of the bundled search tool."""
-    from loopgraphs.text import STOP_WORDS
-
     return {
         word[:_STEM_CHARS]
         for word in (token.lower() for token in _WORD_RE.findall(text))
@@ -231,8 +231,6 @@ def question_features(text: str) -> set[str]:
     words cut to their first letters (stop words left out), ``#`` for a number, ``Name``
     for a capitalised word after the first and the symbols other than punctuation
     (``*``, ``+``)."""
-    from loopgraphs.text import STOP_WORDS
-
     features = set()
     for position, token in enumerate(re.findall(r"\w+|[^\w\s]", clip(text))):
         if token.isdigit():
@@ -246,7 +244,88 @@ def question_features(text: str) -> set[str]:
     return features
 
 
-def relevant_sentences(text: str, question: str, limit: int = 3) -> str:
+ASKING_WORDS = frozenset(
+    {
+        "at",
+        "by",
+        "do",
+        "give",
+        "has",
+        "have",
+        "it",
+        "its",
+        "many",
+        "me",
+        "much",
+        "name",
+        "person",
+        "someone",
+        "tell",
+        "that",
+        "this",
+        "whether",
+        "with",
+    }
+)
+"""Words that ask rather than name what is asked ("Name the ...", "that person's ..."):
+neither a fact a question still needs nor a fact read from a tool result."""
+
+
+def _content(word: str) -> bool:
+    """Whether a word may name a fact: not a stop word of the search tool, not an asking
+    word, and more than one letter (the "s" of "Ada's")."""
+    low = word.lower()
+    return (len(word) > 1 or word.isdigit()) and low not in STOP_WORDS | ASKING_WORDS
+
+
+def needed_words(question: str, known: Sequence[str]) -> list[str]:
+    """What a question still asks for once ``known`` is known: its words (in order, each
+    once) that name something, whose stems no text of ``known`` (the follow-ups asked so
+    far and their answers) uses. For "What is the profession of Ada's mentor?" after
+    "Who is Ada's mentor?" it is ``["profession"]``.
+
+    Args:
+        question: The user's question.
+        known: The follow-ups asked so far and their intermediate answers.
+
+    Returns:
+        The words, as the question writes them.
+    """
+    said = set().union(*(_stems(text) for text in known))
+    found: dict[str, None] = {}
+    for word in _WORD_RE.findall(clip(question)):
+        if _content(word) and word.lower()[:_STEM_CHARS] not in said:
+            found.setdefault(word, None)
+    return list(found)
+
+
+def builds_on(question: str, answer: str, needed: Sequence[str]) -> bool:
+    """Whether a follow-up asks the fact a question needs of the answer found before:
+    it holds that answer and, when the question still needs something, one of ``needed``
+    (see ``needed_words``), so "Who is Tessford?" does not build on "Tessford" when the
+    river it lies on is needed, and "On which river lies Tessford?" does."""
+    asked = _stems(question)
+    holds = bool(_stems(answer)) and _stems(answer) <= asked
+    return holds and (not needed or bool(_stems(" ".join(needed)) & asked))
+
+
+def _sentences(text: str) -> list[str]:
+    return [
+        piece.strip()
+        for line in clip(text).splitlines()
+        for piece in _SENTENCE_END_RE.split(line)
+        if piece.strip()
+    ][:_MAX_SENTENCES]
+
+
+def _ranks(sentences: Sequence[str], question: str, needed: str) -> list[tuple[int, int]]:
+    """How close each sentence is to a question: the stems it shares with the question,
+    then those it shares with ``needed`` (the words the user's question still needs)."""
+    wanted, more = _stems(question), _stems(needed)
+    return [(len(_stems(s) & wanted), len(_stems(s) & more)) for s in sentences]
+
+
+def relevant_sentences(text: str, question: str, limit: int = 3, needed: str = "") -> str:
     """The sentences of a tool result that share the most words with a question, in the
     result's order: what a small model reads an intermediate answer from (a long result
     buries the sentence that answers).
@@ -255,22 +334,61 @@ def relevant_sentences(text: str, question: str, limit: int = 3) -> str:
         text: The tool's result.
         question: The follow-up question the result answers.
         limit: How many sentences to keep.
+        needed: Words that break ties between sentences that share as many words with
+            the question: what the user's question still needs (see ``needed_words``),
+            so "Who is Ada Quinlan?" keeps her profession when the profession is needed.
 
     Returns:
         The kept sentences joined by spaces; the whole (stripped) text when it holds no
         more than ``limit`` sentences.
     """
-    sentences = [
-        piece.strip()
-        for line in clip(text).splitlines()
-        for piece in _SENTENCE_END_RE.split(line)
-        if piece.strip()
-    ][:_MAX_SENTENCES]
+    sentences = _sentences(text)
     if len(sentences) <= limit:
         return " ".join(sentences)
-    wanted = _stems(question)
-    ranked = sorted(range(len(sentences)), key=lambda i: (-len(_stems(sentences[i]) & wanted), i))
+    ranks = _ranks(sentences, question, needed)
+    ranked = sorted(range(len(sentences)), key=lambda i: (-ranks[i][0], -ranks[i][1], i))
     return " ".join(sentences[i] for i in sorted(ranked[:limit]))
+
+
+def facts_read(
+    text: str, question: str, needed: str = "", known: str = "", page: str = ""
+) -> list[list[str]]:
+    """The facts a tool result gives for a follow-up: for each of its sentences (those
+    sharing the most words with the follow-up, then with ``needed``, first), the words
+    that name something and that neither the follow-up nor ``known`` (the user's
+    question) uses. For "Who founded Harrowby Looms?" and "Harrowby Looms was founded by
+    Ada Quinlan." it is ``[["Ada", "Quinlan"]]``: the fact, never a word of the sentence's
+    frame such as "born" or "founded".
+
+    Args:
+        text: The sentences of the tool result shown for the follow-up.
+        question: The follow-up.
+        needed: What the user's question still needs (see ``needed_words``).
+        known: Text whose words are not the fact (the user's question).
+        page: The whole tool result: a word it writes in lower case in more than one
+            sentence ("born", "year", "lies") frames its facts and is not one.
+
+    Returns:
+        One list of words per sentence that holds such words, the closest first.
+    """
+    sentences = _sentences(text)
+    ranks = _ranks(sentences, question, needed)
+    said = _stems(question) | _stems(known)
+    uses: dict[str, int] = {}
+    for sentence in _sentences(page):
+        for word in {w for w in _WORD_RE.findall(sentence) if w.islower()}:
+            uses[word] = uses.get(word, 0) + 1
+    said |= {word[:_STEM_CHARS] for word, count in uses.items() if count > 1}
+    facts: list[tuple[tuple[int, int], int, list[str]]] = []
+    for index, (sentence, rank) in enumerate(zip(sentences, ranks, strict=True)):
+        words = [
+            w
+            for w in _WORD_RE.findall(sentence)
+            if _content(w) and w.lower()[:_STEM_CHARS] not in said
+        ]
+        if words:
+            facts.append(((-rank[0], -rank[1]), index, list(dict.fromkeys(words))))
+    return [words for _, _, words in sorted(facts)]
 
 
 def read_answer(text: str) -> str:

@@ -17,6 +17,8 @@ from rich.console import Console
 from loopgraphs.cli import run_cli_eval
 from loopgraphs.eval import (
     MULTIHOP_TEMPLATES,
+    PHRASINGS,
+    SUITE_NAMES,
     SUITES,
     EvalReport,
     Task,
@@ -26,8 +28,10 @@ from loopgraphs.eval import (
     runner,
     score,
 )
+from loopgraphs.eval.data import load_tasks
 from loopgraphs.eval.report import CHART_NEEDS, RunResult
 from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, ModelClock, runs_at_once
+from loopgraphs.eval.scoring import contains_phrase
 from loopgraphs.graphs.registry import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
@@ -149,12 +153,13 @@ def test_score_true_claims(prediction, ok):
 )
 def test_score_false_claims(prediction, ok):
     assert score(prediction, task("1954", suite="verify")) is ok
+    assert score(prediction, task("1954", suite="verify-classic")) is ok
 
 
 # --- suites -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suite", SUITES)
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_suites_are_deterministic_unique_and_large_enough(suite):
     first, again = make_suite(suite, seed=7), make_suite(suite, seed=7)
     assert first == again
@@ -165,8 +170,43 @@ def test_suites_are_deterministic_unique_and_large_enough(suite):
 
 
 def test_unknown_suite_is_refused():
-    with pytest.raises(ValueError, match="unknown suite 'poetry'"):
+    with pytest.raises(ValueError, match=r"unknown suite 'poetry'.*multihop-classic"):
         make_suite("poetry")
+
+
+@pytest.mark.parametrize("suite", ["multihop", "verify"])
+def test_a_suite_asks_each_item_in_turn_in_every_phrasing(suite):
+    """The items, their order and their answers are those of the ``-classic`` variant;
+    only the questions' phrasing differs, taken in turn, so the first ten items (``--limit
+    10``) hold every phrasing twice."""
+    varied, classic = make_suite(suite), make_suite(f"{suite}-classic")
+    assert [t.answer for t in varied] == [t.answer for t in classic]
+    assert [t.metadata["phrasing"] for t in varied[:10]] == [*PHRASINGS, *PHRASINGS]
+    assert {t.metadata["phrasing"] for t in classic} == {"classic"}
+    for item, same in zip(varied, classic, strict=True):
+        assert item.suite == suite and same.suite == f"{suite}-classic"
+        assert (item.question == same.question) is (item.metadata["phrasing"] == "classic")
+        if item.answer != "true":
+            assert not contains_phrase(normalise(item.question), normalise(item.answer))
+
+
+def test_each_phrasing_reads_as_asked():
+    kinds = {t.metadata["phrasing"]: t.question for t in make_suite("multihop")[:5]}
+    assert kinds["possessive"].count("'") == 1
+    assert kinds["imperative"].split()[0] in ("Name", "Give")
+    assert kinds["two_sentences"].count(". ") == 1 and kinds["two_sentences"].endswith("?")
+    assert re.search(r"\b(who|that|where)\b", kinds["clause"])
+    claims = {t.metadata["phrasing"]: t.question for t in make_suite("verify")[:5]}
+    assert "'" in claims["possessive"] and claims["imperative"].startswith("Tell me")
+    assert claims["clause"].startswith("Is it true that ")
+    assert claims["two_sentences"].startswith("Consider ")
+
+
+def test_all_is_the_three_suites_and_a_variant_is_asked_by_name():
+    assert list(load_tasks("all", limit=1)) == list(SUITES)
+    chosen = load_tasks("multihop-classic,verify", limit=2)
+    assert list(chosen) == ["multihop-classic", "verify"]
+    assert chosen["multihop-classic"] == make_suite("multihop-classic")[:2]
 
 
 WORD_PROBLEMS = [
@@ -207,7 +247,7 @@ def test_multihop_answers_follow_two_facts():
         for first, second, template in MULTIHOP_TEMPLATES
     ]
     shapes = set()
-    for item in make_suite("multihop"):
+    for item in make_suite("multihop-classic"):
         found = [(f, s, p.match(item.question)) for f, s, p in patterns]
         first, second, match = next((f, s, m) for f, s, m in found if m)
         name = match.group(1)
@@ -232,7 +272,7 @@ def test_verify_answers_match_the_knowledge_base():
         for relation, sentence in RELATION_SENTENCES.items()
     }
     true_claims = false_claims = 0
-    for item in make_suite("verify"):
+    for item in make_suite("verify-classic"):
         claim = re.fullmatch(
             r"Claim: (.+?) Is this true\? If false, give the correct value\.", item.question
         )

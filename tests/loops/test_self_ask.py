@@ -19,12 +19,16 @@ from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.self_ask import (
     asked_part,
+    builds_on,
+    facts_read,
+    needed_words,
     open_json_field,
     parse_self_ask,
     read_answer,
     relevant_sentences,
 )
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.toolkits import make_search_tool
 from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 from tests.support.scripts import FAST_RETRY, MODES, model_for
 
@@ -904,3 +908,148 @@ def test_a_final_reply_cut_twice_is_never_the_answer(mode):
     out = graph.invoke(QUESTION)
     assert out["status"] == "max_iterations" and "and Rome and Rome" not in out["answer"]
     assert out["llm_calls"] == model.call_count <= 3
+
+
+# ---------------------------------------------------------------- questions as users ask them
+# A two-hop question phrased otherwise than "the X of the Y of Z" (a possessive here): the
+# follow-up after the first answer asks the fact the question needs of that answer, and
+# the answer read from a result is that fact, not a word of the page's frame ("Born").
+
+MENTOR_QUESTION = "What is the profession of Ada Quinlan's mentor?"
+MENTOR_PAGES = [
+    (
+        "Ada Quinlan",
+        "Ada Quinlan is a person. The profession of Ada Quinlan is weaver. Ada Quinlan was "
+        "born in Tessford. Ada Quinlan was mentored by Bram Oster.",
+    ),
+    (
+        "Bram Oster",
+        "Bram Oster is a person. Bram Oster was born in Halden. The profession of Bram "
+        "Oster is historian. Bram Oster was born in the year 1840.",
+    ),
+]
+MENTOR_FIRST = "Who is Ada Quinlan's mentor?"
+MENTOR_NEEDED = "What is the profession of Bram Oster?"
+
+
+class Pages:
+    """The bundled search tool over two pages, recording its queries."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+        pages = make_search_tool(MENTOR_PAGES)
+
+        def search(query: str) -> str:
+            """Search the pages for facts about people."""
+            self.queries.append(query)
+            return str(pages.invoke({"query": query}))
+
+        self.tool = search
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_guided_second_follow_up_asks_the_needed_fact_and_reads_it(small_model, mode):
+    """The model asks "Who is Bram Oster?" and reads "Born": the tool is asked the
+    profession of Bram Oster, and the intermediate answer is "historian"."""
+    pages = Pages()
+    read = (lambda text: json.dumps({"answer": text})) if mode == "json" else str
+    replies = [
+        guided_ask(mode, MENTOR_FIRST),
+        read("Bram Oster"),
+        guided_ask(mode, "Who is Bram Oster?"),
+        read("Born"),
+        guided_final(mode, "historian"),
+    ]
+    model, graph = build(mode, replies, [pages.tool])
+    out = graph.invoke({"messages": [("user", MENTOR_QUESTION)]})
+    assert pages.queries == [MENTOR_FIRST, MENTOR_NEEDED]
+    assert out["follow_ups"] == [
+        {"question": MENTOR_FIRST, "answer": "Bram Oster", "tool": "search"},
+        {"question": MENTOR_NEEDED, "answer": "historian", "tool": "search"},
+    ]
+    assert out["answer"] == "historian" and out["status"] == "completed"
+    assert out["llm_calls"] == len(replies) == model.call_count
+    # The second read shows the profession first among the sentences about Bram Oster.
+    assert "The profession of Bram Oster is historian." in prompt_text(model.prompts[3])
+    if mode != "json":
+        assert model.schemas == []
+        return
+    first, read_first, second, read_second, _ = model.schemas
+    assert follow_up_pattern(second).fullmatch("What is the profession of Bram Oster?")
+    assert not follow_up_pattern(first).fullmatch("Who is Bram Oster?")
+    assert answer_pattern(read_first, "answer").fullmatch("Bram Oster")
+    reading = answer_pattern(read_second, "answer")
+    assert reading.fullmatch("historian")
+    assert not reading.fullmatch("Born")  # "born" frames two sentences of the page
+
+
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_guided_follow_up_that_asks_the_needed_fact_is_sent_as_written(small_model, mode):
+    pages = Pages()
+    asked = "In which profession did Bram Oster work?"
+    replies = [guided_ask(mode, MENTOR_FIRST), "Bram Oster", guided_ask(mode, asked)]
+    replies += ["historian", guided_final(mode, "historian")]
+    _, graph = build(mode, replies, [pages.tool])
+    out = graph.invoke({"messages": [("user", MENTOR_QUESTION)]})
+    assert pages.queries == [MENTOR_FIRST, asked]
+    assert out["answer"] == "historian" and out["status"] == "completed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plain_prompts_ask_the_needed_fact_of_the_last_answer(mode):
+    """A capable model (the free grammar) is told that a follow-up after an answer asks
+    the fact the question needs of it; its follow-ups go to the tool as written."""
+    pages = Pages()
+    replies = [ask(mode, MENTOR_FIRST), ask(mode, MENTOR_NEEDED)]
+    replies.append("So the final answer is: historian")
+    model, graph = build(mode, replies, [pages.tool])
+    out = graph.invoke({"messages": [("user", MENTOR_QUESTION)]})
+    assert pages.queries == [MENTOR_FIRST, MENTOR_NEEDED]
+    assert out["answer"] == "historian" and out["status"] == "completed"
+    system = content_text(model.prompts[0][0].content)
+    assert "asks about that answer the fact the question" in " ".join(system.split())
+
+
+@pytest.mark.parametrize(
+    ("question", "known", "needed"),
+    [
+        (MENTOR_QUESTION, [MENTOR_FIRST, "Bram Oster"], ["profession"]),
+        (MENTOR_QUESTION, [], ["profession", "Ada", "Quinlan", "mentor"]),
+        (
+            "Name the mayor of the city where Harrowby Looms is headquartered.",
+            ["Where is Harrowby Looms headquartered?", "Tessford"],
+            ["mayor", "city"],
+        ),
+        (
+            "Someone founded Harrowby Looms. In which year was that person born?",
+            ["Who founded Harrowby Looms?", "Ada Quinlan"],
+            ["year", "born"],
+        ),
+    ],
+)
+def test_needed_words_are_what_no_follow_up_used_yet(question, known, needed):
+    assert needed_words(question, known) == needed
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "ok"),
+    [
+        ("What is the profession of Bram Oster?", True),
+        ("Bram Oster's profession?", True),
+        ("Who is Bram Oster?", False),
+        ("What is the profession of the mentor?", False),
+    ],
+)
+def test_builds_on_needs_the_answer_and_a_needed_word(follow_up, ok):
+    assert builds_on(follow_up, "Bram Oster", ["profession"]) is ok
+
+
+def test_facts_read_are_the_words_the_question_does_not_use_closest_first():
+    page = " ".join(text for _, text in MENTOR_PAGES)
+    first = facts_read(page, MENTOR_FIRST, known=MENTOR_QUESTION, page=page)
+    assert first[0] == ["Bram", "Oster"]
+    found = facts_read(page, "Who is Bram Oster?", "profession", MENTOR_QUESTION, page)
+    assert found[0] == ["historian"]
+    assert all("born" not in words for words in found)  # it frames two sentences
+    assert facts_read(page, "Where was Bram Oster born?")[:2] == [["Halden"], ["year", "1840"]]
+    assert facts_read("", "Who?") == []
