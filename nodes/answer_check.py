@@ -24,6 +24,11 @@ from loopgraphs.state import scratch_of
 ECHO_WORDS = 6
 """Words in a row that a reply shares with one of the library's prompts to be an echo."""
 
+SCAN_CHARS = 24_000
+"""How much of an answer the checks read: a prompt, and a tool result as the loops show it
+(``max_tool_output_chars``), are far shorter, and a runaway reply of megabytes must cost
+no more than this."""
+
 ATOMIC_WORDS = 3
 """A tool result of at most this many words is a value ("323", "Paris, France") that a
 model may rightly give back as its answer; a longer one copied whole is no answer."""
@@ -81,61 +86,69 @@ def prompt_runs() -> frozenset[tuple[str, ...]]:
     )
 
 
+def _spaced(tokens: Sequence[str]) -> str:
+    """Words joined by single spaces, with a space at each end (so that a search for
+    `` a b `` finds whole words)."""
+    return f" {' '.join(tokens)} "
+
+
 @lru_cache(maxsize=1)
-def _slots() -> frozenset[str]:
-    """The prompts' slots for the model to fill: ``<the final answer>``, ``<answer>``..."""
-    return frozenset(slot for text in _prompt_texts() for slot in _SLOT.findall(text))
+def _prompt_text() -> str:
+    """Every fixed piece of every prompt, normalised and spaced, one per line: where a
+    part of a prompt is found with one substring search."""
+    return "\n".join(_spaced(piece) for pieces in _prompt_pieces() for piece in pieces)
 
 
-def _fills_nothing(answer: str) -> bool:
-    """Whether the answer is a prompt's slot left unfilled: ``<answer>`` as written, or the
-    words of a slot of two words or more ("the final answer")."""
-    said = words(answer)
-    for slot in _slots():
-        if answer.strip().strip(".") == f"<{slot}>":
-            return True
-        if len(words(slot)) > 1 and said == words(slot):
-            return True
-    return False
-
-
-def _within(part: Sequence[str], whole: Sequence[str]) -> int:
-    """The index just after ``part``'s first occurrence in ``whole`` (-1 if absent)."""
-    size = len(part)
-    return next(
-        (i + size for i in range(len(whole) - size + 1) if tuple(whole[i : i + size]) == part),
-        -1,
+@lru_cache(maxsize=1)
+def _templates() -> tuple[tuple[str, ...], ...]:
+    """The templates whose fixed text has ``ECHO_WORDS`` words or more, each as its
+    spaced fixed pieces, in order."""
+    return tuple(
+        tuple(_spaced(piece) for piece in pieces)
+        for pieces in _prompt_pieces()
+        if len(pieces) > 1 and sum(map(len, pieces)) >= ECHO_WORDS
     )
 
 
-def _fills(said: tuple[str, ...], pieces: Sequence[tuple[str, ...]]) -> bool:
-    """Whether ``said`` holds a template's fixed pieces in order (a filled template)."""
-    if sum(map(len, pieces)) < ECHO_WORDS or len(pieces) < 2:
-        return False
-    rest = said
+def _fills(spaced: str, pieces: Sequence[str]) -> bool:
+    """Whether ``spaced`` holds a template's fixed pieces in order (a filled template);
+    each piece is looked for after the one before it, so the search stays linear."""
+    at = 0
     for piece in pieces:
-        end = _within(piece, rest)
-        if end < 0:
+        found = spaced.find(piece, at)
+        if found < 0:
             return False
-        rest = rest[end:]
+        at = found + len(piece) - 1  # the next piece may start on this one's last space
     return True
+
+
+@lru_cache(maxsize=1)
+def _slots() -> tuple[frozenset[str], frozenset[tuple[str, ...]]]:
+    """The prompts' slots for the model to fill, as written (``<answer>``) and, for those
+    of two words or more, as words ("the final answer")."""
+    slots = {slot for text in _prompt_texts() for slot in _SLOT.findall(text)}
+    spoken = {words(slot) for slot in slots if len(words(slot)) > 1}
+    return frozenset(f"<{slot}>" for slot in slots), frozenset(spoken)
 
 
 def echoes_prompt(answer: str) -> bool:
     """Whether the answer is text of the library's own prompts: it holds ``ECHO_WORDS``
     words in a row of one, or a filled template's fixed text in order; it is a part of one
-    (``ECHO_WORDS - 1`` words or more); or it is a prompt's answer slot
-    (``<the final answer>``)."""
-    said = words(answer)
+    (``ECHO_WORDS - 1`` words or more); or it is a prompt's slot left unfilled (``<answer>``
+    as written, or "the final answer")."""
+    said = words(answer[:SCAN_CHARS])
     if not said:
         return False
+    written, spoken = _slots()
+    if answer.strip().strip(".") in written or said in spoken:
+        return True
     runs = prompt_runs()
-    if any(run in runs for run in _runs(said, ECHO_WORDS)) or _fills_nothing(answer):
+    if any(run in runs for run in _runs(said, ECHO_WORDS)):
         return True
-    pieces = _prompt_pieces()
-    if len(said) >= ECHO_WORDS - 1 and any(_within(said, p) >= 0 for ps in pieces for p in ps):
+    spaced = _spaced(said)
+    if len(said) >= ECHO_WORDS - 1 and spaced in _prompt_text():
         return True
-    return any(_fills(said, template) for template in pieces)
+    return any(_fills(spaced, template) for template in _templates())
 
 
 def _said(answer: str) -> tuple[str, ...]:
@@ -146,6 +159,8 @@ def _said(answer: str) -> tuple[str, ...]:
 def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:
     """Whether the answer is a tool result of the conversation copied whole: an error, or
     one longer than a value (``ATOMIC_WORDS``)."""
+    if len(answer) > SCAN_CHARS:
+        return False
     said = _said(answer)
     for message in messages:
         if isinstance(message, ToolMessage):
@@ -166,7 +181,9 @@ def repeats_question(answer: str, messages: Sequence[AnyMessage], start: int) ->
     if asked is None:
         return False
     question = words(content_text(asked.content))
-    return len(question) >= QUESTION_WORDS and _said(answer) == question
+    if len(question) < QUESTION_WORDS or len(answer) > SCAN_CHARS:
+        return False
+    return _said(answer) == question
 
 
 def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str:
@@ -180,7 +197,7 @@ def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str
     Returns:
         A phrase that completes "the model's reply ..." or "" for a usable answer.
     """
-    if not _said(answer):
+    if not _said(answer[:SCAN_CHARS]):
         return "said nothing"
     if echoes_prompt(answer):
         return "repeated the instructions it was given"
