@@ -1,5 +1,5 @@
 """Every loop refuses a chat history with a tool call that has no result, before any
-model call (providers reject such a history; the README promises a ``ValueError``)."""
+model call (providers reject such a history; the docs promise a ``ValueError``)."""
 
 from __future__ import annotations
 

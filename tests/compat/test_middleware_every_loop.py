@@ -1,7 +1,7 @@
 """Every loop runs every kind of middleware hook, under ``invoke`` (the sync variants) and
 ``ainvoke`` (the async ones): ``before_agent``/``after_agent`` once per run,
 ``wrap_model_call`` around every model request, ``before_model``/``after_model`` around
-the loop's model-calling steps (README, Middleware: where each hook runs), and
+the loop's model-calling steps (docs, middleware page: where each hook runs), and
 ``wrap_tool_call`` around every tool call of the tool-using loops."""
 
 from __future__ import annotations

@@ -597,7 +597,7 @@ def test_a_run_context_names_one_tool_registry_per_tool_set():
 
 def test_a_hand_edit_made_as_generate_goes_on_with_a_goto():
     """generate routes itself, so a write made as it has no next step (an edge would have
-    routed it); Command(goto=...) says where the run goes on, as the README shows."""
+    routed it); Command(goto=...) says where the run goes on, as the docs show."""
     replies = [final("native", "The answer is 5."), final("native", "It is 7.")]
     model, graph = build("native", replies, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "edit"}}

@@ -25,7 +25,7 @@ def test_draw_prints_mermaid(name, capsys):
     assert cli.main(["draw", name]) == 0
     out = capsys.readouterr().out
     assert "\ngraph TD;\n" in out
-    # The nodes each loop's module docstring and the README describe, and no others.
+    # The nodes each loop's module docstring and the docs' loop pages describe, and no others.
     tool_steps = {"call_tool", "final_answer"}
     expected = {
         "cot": {"prepare", "generate", "parse", "vote"},
