@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "loopgraphs.text",
             "loopgraphs.process_hooks",
-            "loopgraphs.prompts",
+            "loopgraphs.prompts.*",
             "loopgraphs.internals",
             "loopgraphs.deprecation",
         ),

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import loopgraphs
 from loopgraphs import prompts
 
-PACKAGE = Path(prompts.__file__).resolve().parent
+PACKAGE = Path(loopgraphs.__file__).resolve().parent
 SKIPPED = {"tests", "examples", "build", "docs"}
 
 
