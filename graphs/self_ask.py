@@ -24,6 +24,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -32,11 +33,9 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langgraph.graph import END, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph import END
 from langgraph.types import Send
-from typing_extensions import Unpack
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
 from loopgraphs.graphs.self_ask_guided import (
@@ -94,6 +93,9 @@ from loopgraphs.nodes.tool_guard import unfence
 from loopgraphs.nodes.tool_loop import pending_step, review_node
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopRuntime,
     LoopState,
     OutputState,
     request_of,
@@ -102,11 +104,29 @@ from loopgraphs.state import (
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
+class FollowUp(TypedDict):
+    """A follow-up question of the run: its ``answer`` (the intermediate answer; "" while
+    unanswered) and the ``tool`` that answered it (None when the model answered itself)."""
+
+    question: str
+    answer: str
+    tool: str | None
+
+
+class PendingFollowUp(TypedDict):
+    """A follow-up of the current turn waiting for its tool result: the ``id`` of the tool
+    call that answers it, the tool's ``name`` and the follow-up ``question``."""
+
+    id: str
+    name: str
+    question: str
+
+
 class SelfAskOutput(OutputState, total=False):
     """Output of the Self-Ask loop: ``follow_ups`` lists every follow-up question with its
     answer and the tool that gave it (None when the model answered itself)."""
 
-    follow_ups: list[dict[str, Any]]
+    follow_ups: list[FollowUp]
 
 
 class SelfAskState(SelfAskOutput, LoopState, total=False):
@@ -119,7 +139,7 @@ class SelfAskState(SelfAskOutput, LoopState, total=False):
     reply was cut at the token cap after the one request for a short answer (``"cut"``):
     ``final_answer`` comes next."""
 
-    pending: list[dict[str, Any]]
+    pending: list[PendingFollowUp]
     unread: bool
     finishing: str
 
@@ -194,7 +214,7 @@ def _call_id() -> str:
     return f"call_{uuid.uuid4().hex[:16]}"
 
 
-def _answered(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _answered(state: SelfAskState) -> list[FollowUp]:
     """The run's follow-ups with those of the last turn answered: each by the
     ``ToolMessage`` answering its call (a call a reviewer edited is recorded with the
     tool it ran; a rejected one has the rejection as its answer)."""
@@ -209,12 +229,12 @@ def _answered(state: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif isinstance(message, ToolMessage):
             results[message.tool_call_id] = message
     fence = scratch.get("fence", "")
-    answered = []
+    answered: list[FollowUp] = []
     for item in pending:
         result = results.get(item["id"])
         answer = unfence(content_text(result.content), fence) if result else NO_RESULT
         tool = ran.get(item["id"], item["name"])
-        answered.append({"question": item["question"], "answer": answer, "tool": tool})
+        answered.append(FollowUp(question=item["question"], answer=answer, tool=tool))
     return [*state.get("follow_ups", []), *answered]
 
 
@@ -239,9 +259,7 @@ def self_ask_text(tools: ToolRegistry, mode: str) -> str:
     return text
 
 
-def _record_intermediate(
-    follow_ups: list[dict[str, Any]], turn: SelfAskTurn
-) -> list[dict[str, Any]]:
+def _record_intermediate(follow_ups: list[FollowUp], turn: SelfAskTurn) -> list[FollowUp]:
     """Give the model's own intermediate answer to its open follow-up question."""
     if (
         turn.intermediate
@@ -249,16 +267,20 @@ def _record_intermediate(
         and follow_ups[-1]["tool"] is None
         and not follow_ups[-1]["answer"]
     ):
-        return [*follow_ups[:-1], {**follow_ups[-1], "answer": turn.intermediate}]
+        last = follow_ups[-1]
+        return [
+            *follow_ups[:-1],
+            FollowUp(question=last["question"], answer=turn.intermediate, tool=None),
+        ]
     return follow_ups
 
 
-def _open(turn: SelfAskTurn, follow_ups: Sequence[dict[str, Any]]) -> bool:
+def _open(turn: SelfAskTurn, follow_ups: Sequence[FollowUp]) -> bool:
     """Whether a turn asks a follow-up that no earlier follow-up of the run asked."""
     return bool(turn.question.strip()) and not asked_before(turn.question, follow_ups)
 
 
-def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMessage]) -> str:
+def _best_effort(follow_ups: Sequence[FollowUp], messages: Sequence[AnyMessage]) -> str:
     for item in reversed(follow_ups):
         if item.get("answer"):
             return str(item["answer"])
@@ -270,7 +292,7 @@ def _best_effort(follow_ups: Sequence[dict[str, Any]], messages: Sequence[AnyMes
     return found
 
 
-def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[Any, Any, Any, Any]:
+def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
     """The uncompiled Self-Ask graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -298,7 +320,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         run: LoopSettings,
         state: SelfAskState,
         history: Sequence[AnyMessage],
-        runtime: Runtime[Any],
+        runtime: LoopRuntime,
     ) -> Logic:
         """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
@@ -324,7 +346,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         run: LoopSettings,
         state: Mapping[str, Any],
         messages: Sequence[AnyMessage],
-        runtime: Runtime[Any],
+        runtime: LoopRuntime,
         *,
         final: bool,
     ) -> Generator[Any, Any, tuple[AIMessage, dict[str, Any]]]:
@@ -371,7 +393,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             HumanMessage(scratchpad(question, steps)),
         ]
 
-    def guided_generate(state: SelfAskState, runtime: Runtime[Any]) -> Logic:
+    def guided_generate(state: SelfAskState, runtime: LoopRuntime) -> Logic:
         """Read the last tool result (when unread), then ask the next follow-up while the
         budget allows; each is one model call."""
         run = settings.for_run(runtime)
@@ -394,7 +416,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             if copies_example(said, f"{last['question']} {last['answer']}"):
                 said = ""
             said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
-            follow_ups[-1] = {**last, "answer": said}
+            follow_ups[-1] = FollowUp(question=last["question"], answer=said, tool=last["tool"])
             update = {**spent_together(update, spent), "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
             made += 1
@@ -454,7 +476,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
-    def guided_final(state: SelfAskState, runtime: Runtime[Any]) -> Logic:
+    def guided_final(state: SelfAskState, runtime: LoopRuntime) -> Logic:
         """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
         short answer while the budget allows, and is never the answer: the run then ends,
         not completed, with the last intermediate answer."""
@@ -610,7 +632,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
         if native_calls:
             update["messages"] = [_without_calls(reply)]
         if not has_tools and asks:
-            follow_ups.append({"question": turn.question, "answer": "", "tool": None})
+            follow_ups.append(FollowUp(question=turn.question, answer="", tool=None))
         if not calls and can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
             update["messages"] = [*update["messages"], HumanMessage(prompt)]
@@ -648,7 +670,7 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             "status": "max_iterations",
         }
 
-    def route_generated(state: SelfAskState, runtime: Runtime[Any]) -> str | list[Send]:
+    def route_generated(state: SelfAskState, runtime: LoopRuntime) -> str | list[Send]:
         if state.get("status") != "running":
             return END
         if state.get("pending"):
@@ -658,12 +680,12 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
             return "final_answer"
         return route_tools(state, runtime)
 
-    def route_tools(state: SelfAskState, runtime: Runtime[Any]) -> str:
+    def route_tools(state: SelfAskState, runtime: LoopRuntime) -> str:
         if scratch_of(state).get("tool_ended"):  # generate ends the run
             return "generate"
         return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
 
-    def route_reviewed(state: SelfAskState, runtime: Runtime[Any]) -> str | list[Send]:
+    def route_reviewed(state: SelfAskState, runtime: LoopRuntime) -> str | list[Send]:
         return dispatch(pending_calls(state["messages"])) or route_tools(state, runtime)
 
     builder = new_graph(
@@ -706,12 +728,12 @@ def build_self_ask(settings: LoopSettings, options: Any = None) -> StateGraph[An
 
 
 def create_self_ask_graph(
-    model: Any,
+    model: BaseChatModel | str | None,
     tools: ToolsArg = None,
     *,
     max_follow_ups: int = 5,
     **options: Unpack[ToolLoopOptions],
-) -> CompiledStateGraph[Any, Any, Any, Any]:
+) -> CompiledLoop:
     """Build the Self-Ask loop: follow-up questions, intermediate answers, final answer.
 
     The model writes ``Follow up: <question>``; the question goes to the first tool (its
