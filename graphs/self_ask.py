@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, cast
 
@@ -292,57 +292,26 @@ def _best_effort(follow_ups: Sequence[FollowUp], messages: Sequence[AnyMessage])
     return found
 
 
-def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
-    """The uncompiled Self-Ask graph for ``settings``."""
-    # Graph steps that must still follow a node (see ``steps_left``): each model step
-    # comes with the middleware's before_model and after_model hook nodes.
-    after = len(settings.middleware.with_hook("after_model"))
-    model_steps = len(settings.middleware.with_hook("before_model")) + 1 + after
-    answer_steps = after + model_steps  # after a turn: its hooks, then final_answer
-    turn_steps = after + 2 * model_steps  # after a turn or a tool step: a turn, final_answer
+@dataclass(frozen=True)
+class GuidedTurns:
+    """Self-Ask's turns on a model it guides (json and text modes on a small model, see
+    ``guided``): each turn reads a short scratchpad after one worked example, each tool
+    result is read in a call of its own, and replies are decoded under grounded schemas.
+    The graph is the same as the plain path's; its steps hand their turn to these
+    methods when the run is guided.
 
-    def tool_steps(run: LoopSettings) -> int:
-        """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
-        return after + bool(run.review) + 1 + model_steps
+    Attributes:
+        settings: The loop's settings (each step resolves them for its run).
+        answer_steps: Graph steps that must still follow a turn for the answer to come.
+        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+    """
 
-    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "follow_ups": [],
-            "pending": [],
-            "unread": False,
-            "finishing": "",
-        }
-        if not steps_left(state, model_steps):
-            update.update(status="max_iterations", answer="")
-        return update
+    settings: LoopSettings
+    answer_steps: int
+    tool_steps: Callable[[LoopSettings], int]
 
-    def model_turn(
-        run: LoopSettings,
-        state: SelfAskState,
-        history: Sequence[AnyMessage],
-        runtime: LoopRuntime,
-    ) -> Logic:
-        """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
-        mode = state.get("tool_mode") or "none"
-        ask = node_caller(run, state, runtime)
-        tools = run.tools.tools if mode != "none" else []
-        rejected = 0
-        if mode == "native":
-            call = ask.call(
-                history, self_ask_form(mode), tools=tools, tool_choice=required(run, state)
-            )
-            try:
-                reply, update = yield from call_model(call)
-                return {**update, "messages": [reply], "tool_mode": mode}
-            except Exception as exc:
-                if not (run.tool_mode == "auto" and is_form_rejection(exc)):
-                    raise
-                rejected, mode = failed_calls(exc), "text"
-        reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
-        update["llm_calls"] += rejected
-        return {**update, "messages": [reply], "tool_mode": mode}
-
-    def guided_call(
+    def call(
+        self,
         run: LoopSettings,
         state: Mapping[str, Any],
         messages: Sequence[AnyMessage],
@@ -379,8 +348,8 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         update["llm_calls"] += rejected
         return reply, update
 
-    def guided_turn_messages(
-        run: LoopSettings, state: Mapping[str, Any], follow_ups: Sequence[Mapping[str, Any]]
+    def turn_messages(
+        self, run: LoopSettings, state: Mapping[str, Any], follow_ups: Sequence[Mapping[str, Any]]
     ) -> list[AnyMessage]:
         """The worked example, then the run's scratchpad."""
         mode = state.get("tool_mode") or "text"
@@ -393,10 +362,10 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             HumanMessage(scratchpad(question, steps)),
         ]
 
-    def guided_generate(state: SelfAskState, runtime: LoopRuntime) -> Logic:
+    def generate(self, state: SelfAskState, runtime: LoopRuntime) -> Logic:
         """Read the last tool result (when unread), then ask the next follow-up while the
         budget allows; each is one model call."""
-        run = settings.for_run(runtime)
+        run = self.settings.for_run(runtime)
         made = scratch_of(state).get("iterations", 0)
         follow_ups = list(state.get("follow_ups", []))
         update: dict[str, Any] = {"llm_calls": 0, "usage": {}}
@@ -422,8 +391,8 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             made += 1
         if made < run.max_iterations:
             view = {**state, "follow_ups": follow_ups, "unread": False}
-            messages = guided_turn_messages(run, view, follow_ups)
-            reply, spent = yield from guided_call(run, view, messages, runtime, final=False)
+            messages = self.turn_messages(run, view, follow_ups)
+            reply, spent = yield from self.call(run, view, messages, runtime, final=False)
             update = {**update, **spent_together(update, spent)}
             replies.append(reply)
             made += 1
@@ -431,8 +400,8 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             update["finishing"] = "budget"
         return {**update, "messages": replies, "scratch": {"iterations": made}}
 
-    def guided_parse(
-        state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
+    def parse(
+        self, state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
     ) -> dict[str, Any]:
         """A guided reply: until a tool has answered a follow-up the reply is a follow-up
         (its question, else its first line, else the user's question); later a new
@@ -460,7 +429,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
-            if steps_left(state, answer_steps):
+            if steps_left(state, self.answer_steps):
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
@@ -468,7 +437,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         name = turn.tool if asks and turn.tool else default
         given = asks and turn.tool and turn.tool_input and not rewritten
         args = turn.tool_input if given else question
-        if steps_left(state, tool_steps(run)):
+        if steps_left(state, self.tool_steps(run)):
             call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())
             return {
                 "pending": [{"id": call["id"], "name": name, "question": question}],
@@ -476,14 +445,14 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
-    def guided_final(state: SelfAskState, runtime: LoopRuntime) -> Logic:
+    def final(self, state: SelfAskState, runtime: LoopRuntime) -> Logic:
         """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
         short answer while the budget allows, and is never the answer: the run then ends,
         not completed, with the last intermediate answer."""
-        run = settings.for_run(runtime)
+        run = self.settings.for_run(runtime)
         follow_ups = list(state.get("follow_ups", []))
-        messages = guided_turn_messages(run, state, follow_ups)
-        reply, update = yield from guided_call(run, state, messages, runtime, final=True)
+        messages = self.turn_messages(run, state, follow_ups)
+        reply, update = yield from self.call(run, state, messages, runtime, final=True)
         shown: list[AnyMessage] = [reply]
         answer = final_of(reply)
         finishing = state.get("finishing")
@@ -510,53 +479,52 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             "status": "completed" if done else "max_iterations",
         }
 
-    def settled(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
-        """The last turn's follow-ups answered from their tool results (see
-        ``_answered``), when there are some; a guided run reads the last result next."""
-        if not state.get("pending"):
-            return {}
+
+@dataclass(frozen=True)
+class PlainTurns:
+    """Self-Ask's turns in its own grammar (every run the model is not guided in): one
+    call per turn in the run's tool mode, its follow-ups written as tool calls, a reply
+    answering its own new question cut where the tool's answer belongs.
+
+    Attributes:
+        answer_steps: Graph steps that must still follow a turn for the answer to come.
+        turn_steps: Graph steps that must still follow a turn for another turn and the
+            answer.
+        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+    """
+
+    answer_steps: int
+    turn_steps: int
+    tool_steps: Callable[[LoopSettings], int]
+
+    def call(
+        self,
+        run: LoopSettings,
+        state: SelfAskState,
+        history: Sequence[AnyMessage],
+        runtime: LoopRuntime,
+    ) -> Logic:
+        """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
-        return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
+        ask = node_caller(run, state, runtime)
+        tools = run.tools.tools if mode != "none" else []
+        rejected = 0
+        if mode == "native":
+            call = ask.call(
+                history, self_ask_form(mode), tools=tools, tool_choice=self.required(run, state)
+            )
+            try:
+                reply, update = yield from call_model(call)
+                return {**update, "messages": [reply], "tool_mode": mode}
+            except Exception as exc:
+                if not (run.tool_mode == "auto" and is_form_rejection(exc)):
+                    raise
+                rejected, mode = failed_calls(exc), "text"
+        reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
+        update["llm_calls"] += rejected
+        return {**update, "messages": [reply], "tool_mode": mode}
 
-    def generate(state: SelfAskState, step: Step) -> Logic:
-        """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
-        written as the reply with its tool calls; the last turn's follow-ups are answered
-        first from their tool results."""
-        run = step.run
-        done = settled(state, run)
-        if scratch_of(state).get("tool_ended"):  # a tool ended the run
-            return {**done, "status": "completed"}
-        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
-        if guided(run, state.get("tool_mode") or "none"):
-            update = yield from guided_generate(view, step.runtime)
-            read = guided_parse
-        else:
-            update = yield from model_turn(run, view, state["messages"], step.runtime)
-            made = scratch_of(state).get("iterations", 0) + 1
-            update["scratch"] = {"iterations": made}
-            read = parse
-        replies = update.pop("messages")
-        if not replies:  # a guided run out of budget before it could ask
-            return {**done, **update}
-        scratch = {**scratch_of(state), **update["scratch"]}
-        after_turn = {
-            **view,
-            **update,
-            "messages": [*state["messages"], *replies],
-            "scratch": scratch,
-        }
-        parsed = read(after_turn, run, replies[-1])
-        shown = [*replies[:-1], *parsed.pop("messages", replies[-1:])]
-        extra = parsed.pop("scratch", {})
-        return {
-            **done,
-            **update,
-            **parsed,
-            "messages": shown,
-            "scratch": {**update["scratch"], **extra},
-        }
-
-    def required(run: LoopSettings, state: Mapping[str, Any]) -> str | None:
+    def required(self, run: LoopSettings, state: Mapping[str, Any]) -> str | None:
         """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
         has answered a follow-up of this run."""
         choice = run.tool_choice
@@ -565,11 +533,15 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         answered = any(f.get("tool") for f in state.get("follow_ups", []))
         return None if answered else choice
 
-    def can_continue(state: Mapping[str, Any], run: LoopSettings) -> bool:
+    def can_continue(self, state: Mapping[str, Any], run: LoopSettings) -> bool:
+        """Whether another turn fits: calls left in ``max_iterations`` and graph steps left
+        for it and the answer."""
         made = scratch_of(state).get("iterations", 0)
-        return made < run.max_iterations and steps_left(state, turn_steps)
+        return made < run.max_iterations and steps_left(state, self.turn_steps)
 
-    def parse(state: Mapping[str, Any], run: LoopSettings, reply: AIMessage) -> dict[str, Any]:
+    def parse(
+        self, state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
+    ) -> dict[str, Any]:
         """Read a reply in the run's mode: the answer, a follow-up for the tools (the reply
         with its tool calls), a follow-up the model answers itself next turn, or a
         request to go on. ``messages`` starts with the reply as the run shows it."""
@@ -585,22 +557,22 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             # where the tool's answer belongs, and its final line waits for that answer.
             turn = replace(turn, kind="tool" if turn.tool else "follow_up", answer="")
             update["messages"] = [reply.model_copy(update={"content": asked_part(text)})]
-        require = required(run, state) if has_tools else None
+        require = self.required(run, state) if has_tools else None
         asks = turn.kind in ("tool", "follow_up")
-        if require and not asks and not native_calls and can_continue(state, run):
+        if require and not asks and not native_calls and self.can_continue(state, run):
             ask = HumanMessage(prompts.SELF_ASK_REQUIRE_FOLLOW_UP)
             return {**update, "messages": [*update["messages"], ask]}
         answers = turn.kind == "final" or (turn.kind == "none" and not native_calls)
         if answers and cut_short(reply):
             # A reply cut at the token cap is not an answer: ask once for a short one.
-            if not scratch_of(state).get("shortened") and can_continue(state, run):
+            if not scratch_of(state).get("shortened") and self.can_continue(state, run):
                 ask = loop_prompt(prompts.SHORT_ANSWER)
                 return {
                     **update,
                     "messages": [*update["messages"], ask],
                     "scratch": {"shortened": True, "seen": ask.id},
                 }
-            if steps_left(state, answer_steps):  # final_answer asks for it, as at the budget
+            if steps_left(state, self.answer_steps):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
             return {**update, "status": "max_iterations", "answer": answer}
@@ -622,7 +594,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             args = turn.tool_input if turn.kind == "tool" else turn.question
             calls = [ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())]
             questions = [turn.question or _args_text(args)]
-        if calls and steps_left(state, tool_steps(run)):
+        if calls and steps_left(state, self.tool_steps(run)):
             pending = [
                 {"id": call["id"], "name": call["name"], "question": question}
                 for call, question in zip(calls, questions, strict=True)
@@ -633,14 +605,88 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             update["messages"] = [_without_calls(reply)]
         if not has_tools and asks:
             follow_ups.append(FollowUp(question=turn.question, answer="", tool=None))
-        if not calls and can_continue(state, run):
+        if not calls and self.can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
             update["messages"] = [*update["messages"], HumanMessage(prompt)]
-        elif not steps_left(state, answer_steps):
+        elif not steps_left(state, self.answer_steps):
             update.update(
                 status="max_iterations", answer=_best_effort(follow_ups, state["messages"])
             )
         return update
+
+
+def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
+    """The uncompiled Self-Ask graph for ``settings``."""
+    # Graph steps that must still follow a node (see ``steps_left``): each model step
+    # comes with the middleware's before_model and after_model hook nodes.
+    after = len(settings.middleware.with_hook("after_model"))
+    model_steps = len(settings.middleware.with_hook("before_model")) + 1 + after
+    answer_steps = after + model_steps  # after a turn: its hooks, then final_answer
+    turn_steps = after + 2 * model_steps  # after a turn or a tool step: a turn, final_answer
+
+    def tool_steps(run: LoopSettings) -> int:
+        """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
+        return after + bool(run.review) + 1 + model_steps
+
+    plain_turns = PlainTurns(answer_steps, turn_steps, tool_steps)
+    guided_turns = GuidedTurns(settings, answer_steps, tool_steps)
+
+    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "follow_ups": [],
+            "pending": [],
+            "unread": False,
+            "finishing": "",
+        }
+        if not steps_left(state, model_steps):
+            update.update(status="max_iterations", answer="")
+        return update
+
+    def settled(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
+        """The last turn's follow-ups answered from their tool results (see
+        ``_answered``), when there are some; a guided run reads the last result next."""
+        if not state.get("pending"):
+            return {}
+        mode = state.get("tool_mode") or "none"
+        return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
+
+    def generate(state: SelfAskState, step: Step) -> Logic:
+        """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
+        written as the reply with its tool calls; the last turn's follow-ups are answered
+        first from their tool results."""
+        run = step.run
+        done = settled(state, run)
+        if scratch_of(state).get("tool_ended"):  # a tool ended the run
+            return {**done, "status": "completed"}
+        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
+        if guided(run, state.get("tool_mode") or "none"):
+            update = yield from guided_turns.generate(view, step.runtime)
+            read = guided_turns.parse
+        else:
+            update = yield from plain_turns.call(run, view, state["messages"], step.runtime)
+            made = scratch_of(state).get("iterations", 0) + 1
+            update["scratch"] = {"iterations": made}
+            read = plain_turns.parse
+        replies = update.pop("messages")
+        if not replies:  # a guided run out of budget before it could ask
+            return {**done, **update}
+        scratch = {**scratch_of(state), **update["scratch"]}
+        after_turn = {
+            **view,
+            **update,
+            "messages": [*state["messages"], *replies],
+            "scratch": scratch,
+        }
+        parsed = read(after_turn, run, replies[-1])
+        shown = [*replies[:-1], *parsed.pop("messages", replies[-1:])]
+        extra = parsed.pop("scratch", {})
+        return {
+            **done,
+            **update,
+            **parsed,
+            "messages": shown,
+            "scratch": {**update["scratch"], **extra},
+        }
 
     def final_answer(state: SelfAskState, step: Step) -> Logic:
         """Ask once for the answer (the follow-up budget is spent, or a reply was cut),
@@ -649,9 +695,9 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         done = settled(state, run)
         view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
-            return {**done, **(yield from guided_final(view, step.runtime))}
+            return {**done, **(yield from guided_turns.final(view, step.runtime))}
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
-        update = yield from model_turn(run, view, [*state["messages"], ask], step.runtime)
+        update = yield from plain_turns.call(run, view, [*state["messages"], ask], step.runtime)
         reply = update["messages"][0]
         if reply.tool_calls:
             reply = _without_calls(reply)
@@ -683,7 +729,11 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
     def route_tools(state: SelfAskState, runtime: LoopRuntime) -> str:
         if scratch_of(state).get("tool_ended"):  # generate ends the run
             return "generate"
-        return "generate" if can_continue(state, settings.for_run(runtime)) else "final_answer"
+        return (
+            "generate"
+            if plain_turns.can_continue(state, settings.for_run(runtime))
+            else "final_answer"
+        )
 
     def route_reviewed(state: SelfAskState, runtime: LoopRuntime) -> str | list[Send]:
         return dispatch(pending_calls(state["messages"])) or route_tools(state, runtime)
