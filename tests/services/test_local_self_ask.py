@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from loopgraphs import create_self_ask_graph, models
+from loopgraphs import create_self_ask_graph
 from loopgraphs.graphs.self_ask_guided import HOLD_WORDS
 from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.nodes.grounding import WORD_RE
@@ -45,7 +45,7 @@ def test_guided_self_ask_asks_the_needed_fact_of_the_answer_found(
     answer asks the fact the question needs of that answer, each answer read from a
     result names something the follow-up and the question do not, and the run ends
     within its budget."""
-    monkeypatch.setattr(models, "_local_servers", {local_server.gguf: local_server})
+    monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
     question = "What is the profession of Tobiah Grenvaux's mentor?"
     graph = create_self_ask_graph(
         local_model, [make_search_tool()], tool_mode=mode, max_follow_ups=5
