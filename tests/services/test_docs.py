@@ -202,6 +202,11 @@ def test_every_page_is_in_the_site():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="the docs extra installs on Python 3.11+: the last releases of mkdocstrings and "
+    "pymdown-extensions for 3.10 do not work together",
+)
 def test_site_builds_strict(tmp_path):
     config, site = str(DOCS / "mkdocs.yml"), str(tmp_path / "site")
     result = subprocess.run(
