@@ -58,7 +58,7 @@ from loopgraphs.graphs.self_ask_guided import (
 )
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.driver import Logic, add_step
+from loopgraphs.nodes.driver import Logic, LogicOf, add_step
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
     answer_message,
@@ -362,7 +362,7 @@ class GuidedTurns:
             HumanMessage(scratchpad(question, steps)),
         ]
 
-    def generate(self, state: SelfAskState, runtime: LoopRuntime) -> Logic:
+    def generate(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[dict[str, Any]]:
         """Read the last tool result (when unread), then ask the next follow-up while the
         budget allows; each is one model call."""
         run = self.settings.for_run(runtime)
@@ -445,7 +445,7 @@ class GuidedTurns:
             }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
-    def final(self, state: SelfAskState, runtime: LoopRuntime) -> Logic:
+    def final(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[dict[str, Any]]:
         """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
         short answer while the budget allows, and is never the answer: the run then ends,
         not completed, with the last intermediate answer."""
@@ -503,7 +503,7 @@ class PlainTurns:
         state: SelfAskState,
         history: Sequence[AnyMessage],
         runtime: LoopRuntime,
-    ) -> Logic:
+    ) -> LogicOf[dict[str, Any]]:
         """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
         ask = node_caller(run, state, runtime)

@@ -14,9 +14,9 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
@@ -88,7 +88,11 @@ def _capture(func: Callable[..., Any], *args: Any) -> Any:
         return exc
 
 
-Logic = Generator[Request, Any, dict[str, Any]]
+UpdateT = TypeVar("UpdateT", bound=Mapping[str, object])
+# Node logic returning an update of type ``UpdateT``: the state keys it writes, typed
+# by the loop's state (a TypedDict whose keys are all optional).
+LogicOf: TypeAlias = Generator[Request, Any, UpdateT]
+Logic: TypeAlias = LogicOf[Mapping[str, object]]
 # A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
@@ -97,7 +101,7 @@ NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
 
 def run_sync(
     logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
-) -> dict[str, Any]:
+) -> Mapping[str, object]:
     """Drive node logic with blocking calls; the ``Command``s that middleware returned
     with model responses are added to ``commands``."""
     result: Any = None
@@ -117,7 +121,7 @@ def run_sync(
 
 async def run_async(
     logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
-) -> dict[str, Any]:
+) -> Mapping[str, object]:
     """Drive node logic with awaited calls (see ``run_sync``)."""
     result: Any = None
     error: BaseException | None = None
