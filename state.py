@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -60,8 +67,8 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     a ``None`` update resets the record (a run's first step writes it)."""
     if right is None:
         return empty_usage()
-    a: Mapping[str, Any] = left or {}
-    b: Mapping[str, Any] = right or {}
+    a = left or empty_usage()
+    b = right or empty_usage()
     return {
         "input_tokens": int(a.get("input_tokens") or 0) + int(b.get("input_tokens") or 0),
         "output_tokens": int(a.get("output_tokens") or 0) + int(b.get("output_tokens") or 0),
@@ -69,7 +76,7 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     }
 
 
-def usage_of(message: Any) -> Usage:
+def usage_of(message: object) -> Usage:
     """Read the provider's usage metadata from one model reply."""
     meta = getattr(message, "usage_metadata", None) or {}
     details = meta.get("input_token_details") or {}
@@ -104,7 +111,10 @@ def add_count(left: int | None, right: int | None) -> int:
     return int(left or 0) + int(right)
 
 
-def extend_list(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+Item = TypeVar("Item")
+
+
+def extend_list(left: list[Item] | None, right: list[Item] | None) -> list[Item]:
     """Reducer: add items to a list; a ``None`` update empties it (a run's first step)."""
     if right is None:
         return []
@@ -133,7 +143,33 @@ class TotalsOutput(RunOutput, total=False):
 class StructuredOutput(TypedDict, total=False):
     """What a loop built with ``response_format`` also returns."""
 
-    structured_response: Any
+    structured_response: object
+
+
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+"""A reviewer's decision on a tool call (see ``loopgraphs.nodes.review``)."""
+
+
+class EditedAction(TypedDict, total=False):
+    """The call an ``edit`` decision runs instead of the model's."""
+
+    name: str
+    args: dict[str, Any]
+
+
+class ReviewDecision(TypedDict, total=False):
+    """A reviewer's decision on one tool call, as the ``review`` node stores it.
+
+    Attributes:
+        type: What to do with the call.
+        edited_action: The call to run instead (``edit``).
+        message: Why the call was rejected (``reject``), or the result the model gets
+            in the tool's place (``respond``).
+    """
+
+    type: DecisionType
+    edited_action: EditedAction
+    message: str
 
 
 class Bookkeeping(TypedDict, total=False):
@@ -163,7 +199,7 @@ class Bookkeeping(TypedDict, total=False):
     transcript_start: int
     seen: str
     iterations: int
-    reviews: dict[str, dict[str, Any]]
+    reviews: dict[str, ReviewDecision]
     selected_tools: list[str]
     reformat: bool
     tool_ended: bool
@@ -179,10 +215,9 @@ def merge_scratch(left: Bookkeeping | None, right: Bookkeeping | None) -> Bookke
     return {**(left or {}), **(right or {})}  # type: ignore[typeddict-item]
 
 
-def scratch_of(state: Mapping[str, Any]) -> Bookkeeping:
+def scratch_of(state: Mapping[str, object]) -> Bookkeeping:
     """The run's bookkeeping (empty before the run has started)."""
-    found: Bookkeeping | None = state.get("scratch")
-    return found or {}
+    return cast("Bookkeeping | None", state.get("scratch")) or {}
 
 
 class RunState(TypedDict, total=False):
@@ -232,7 +267,7 @@ def add_totals(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, An
     return update
 
 
-def new_fence(messages: Sequence[Any] = ()) -> str:
+def new_fence(messages: Sequence[object] = ()) -> str:
     """The marker of one run's tool output fences: 12 hex digits of a hash of the
     conversation the run starts from.
 
@@ -258,13 +293,13 @@ def new_fence(messages: Sequence[Any] = ()) -> str:
     return digest.hexdigest()[:12]
 
 
-def run_defaults(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
+def run_defaults(state: Mapping[str, object], **scratch: object) -> dict[str, object]:
     """The values every loop starts a run with: counters at zero, status "running" (or
     "error" when the input has no messages), no answer yet, and a new ``scratch`` with
     the fence marker of the input (see ``new_fence``), the transcript starting after the
     input, and the loop's own starting ``scratch`` values."""
-    messages = state.get("messages") or []
-    update: dict[str, Any] = {
+    messages = messages_of(state)
+    update: dict[str, object] = {
         "llm_calls": 0,
         "retries": 0,
         "usage": empty_usage(),
@@ -286,14 +321,19 @@ def run_defaults(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
     return update
 
 
-def conversation_of(state: Mapping[str, Any]) -> list[AnyMessage]:
+def messages_of(state: Mapping[str, object]) -> Sequence[AnyMessage]:
+    """The state's messages (none when it has no ``messages`` key yet)."""
+    return cast("Sequence[AnyMessage] | None", state.get("messages")) or []
+
+
+def conversation_of(state: Mapping[str, object]) -> list[AnyMessage]:
     """The caller's conversation: the messages before the run's own transcript (all of
     them before the run has set its transcript up)."""
-    messages = state.get("messages") or []
+    messages = messages_of(state)
     return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
 
 
-def request_of(state: Mapping[str, Any]) -> str:
+def request_of(state: Mapping[str, object]) -> str:
     """The user's request as the conversation holds it now: the latest user message
     before the run's own transcript. Read at each use rather than saved once, so that a
     middleware that rewrites the input (redaction, summarization) is seen by every later
@@ -301,19 +341,19 @@ def request_of(state: Mapping[str, Any]) -> str:
     return question_text(conversation_of(state)) or str(state.get("request") or "")
 
 
-def starts_run(state: Mapping[str, Any]) -> bool:
+def starts_run(state: Mapping[str, object]) -> bool:
     """Whether a loop's step starts a new run: when no run is going on (the thread is new,
     or its last run finished), and when the conversation ends with a human message the
     running one has not taken in (new input after a run that stopped without finishing,
     cancelled say)."""
     if state.get("status") != "running":
         return True
-    messages = state.get("messages") or []
+    messages = messages_of(state)
     last = messages[-1] if messages else None
     return isinstance(last, HumanMessage) and last.id != scratch_of(state).get("seen")
 
 
-def start_run(state: Mapping[str, Any], **scratch: Any) -> dict[str, Any]:
+def start_run(state: Mapping[str, object], **scratch: object) -> dict[str, object]:
     """Update for a loop's first node: reset per-run counters (``None``, see ``add_count``)
     and the scratch (with the loop's own starting ``scratch`` values) and check the input."""
     return {
@@ -332,7 +372,7 @@ def state_after(
     channel's reducer, as LangGraph will apply it. Two writes skip the channel, with the
     same result: a key without a reducer takes its last value, and messages that are all
     new follow the state's (see ``_appended``)."""
-    written: dict[str, list[Any]] = {}
+    written: dict[str, list[object]] = {}
     for output in outputs:
         values = output.update if isinstance(output, Command) else output
         pairs = values.items() if isinstance(values, Mapping) else values or ()
@@ -354,7 +394,9 @@ def state_after(
 _PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
 
 
-def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any] | None:
+def _appended(
+    current: Sequence[BaseMessage] | None, writes: Sequence[object]
+) -> list[BaseMessage] | None:
     """``current`` followed by the written messages, when each is a plain message whose
     id (if it has one) ``current`` lacks: what ``add_messages`` makes of them, but for
     the ids it gives messages without one (the same objects get them when LangGraph
@@ -363,10 +405,11 @@ def _appended(current: Sequence[Any] | None, writes: Sequence[Any]) -> list[Any]
     new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
     if not all(type(m) in _PLAIN_MESSAGES for m in new):
         return None
+    plain = cast("list[BaseMessage]", new)
     have = {m.id for m in current or ()}
-    if any(m.id is not None and m.id in have for m in new):
+    if any(m.id is not None and m.id in have for m in plain):
         return None
-    return [*(current or ()), *new]
+    return [*(current or ()), *plain]
 
 
 __getattr__ = renamed(__name__, {"Scratch": "Bookkeeping"})

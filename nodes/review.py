@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import cast
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
-DecisionType = Literal["approve", "edit", "reject", "respond"]
+from loopgraphs.state import DecisionType, ReviewDecision
+
 DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 ANY_TOOL = "*"
 
@@ -33,7 +34,7 @@ class ReviewConfig(TypedDict, total=False):
 ReviewPolicy = dict[str, ReviewConfig]
 
 
-def review_policy(value: Any, tool_names: Sequence[str]) -> ReviewPolicy:
+def review_policy(value: object, tool_names: Sequence[str]) -> ReviewPolicy:
     """Normalise ``interrupt_before_tools`` into a policy per tool name.
 
     Accepts True/False, a list of tool names, or ``{name: True | False | ReviewConfig}``.
@@ -45,7 +46,7 @@ def review_policy(value: Any, tool_names: Sequence[str]) -> ReviewPolicy:
     if isinstance(value, bool):
         return {ANY_TOOL: {"allowed_decisions": list(DECISION_TYPES)}} if value else {}
     if isinstance(value, Mapping):
-        items: list[tuple[Any, Any]] = list(value.items())
+        items: list[tuple[object, object]] = list(value.items())
     elif isinstance(value, Sequence) and not isinstance(value, str):
         items = [(name, True) for name in value]
     else:
@@ -59,7 +60,8 @@ def review_policy(value: Any, tool_names: Sequence[str]) -> ReviewPolicy:
             f"interrupt_before_tools names unknown tools {unknown}; tools are {list(tool_names)}"
         )
     policy: ReviewPolicy = {}
-    for name, config in items:
+    # Every name is one of ``tool_names`` now.
+    for name, config in cast("list[tuple[str, object]]", items):
         if config is False:
             continue
         if config is True:
@@ -86,7 +88,7 @@ def config_for(policy: ReviewPolicy, tool_name: str) -> ReviewConfig | None:
     return policy.get(tool_name) or policy.get(ANY_TOOL)
 
 
-def flagged_calls(policy: ReviewPolicy, message: Any) -> list[ToolCall]:
+def flagged_calls(policy: ReviewPolicy, message: object) -> list[ToolCall]:
     """The tool calls of a model reply that need review."""
     if not policy or not isinstance(message, AIMessage):
         return []
@@ -102,7 +104,7 @@ def _describe(call: ToolCall, config: ReviewConfig, describe_tool: Mapping[str, 
 
 
 def decision_problem(
-    decisions: Any, calls: Sequence[ToolCall], configs: Sequence[ReviewConfig]
+    decisions: object, calls: Sequence[ToolCall], configs: Sequence[ReviewConfig]
 ) -> str:
     """What is wrong with a resume value, or an empty string when it is valid."""
     if not isinstance(decisions, list) or len(decisions) != len(calls):
@@ -125,7 +127,7 @@ def decision_problem(
 
 def ask_reviewer(
     policy: ReviewPolicy, message: AIMessage, describe_tool: Mapping[str, str]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ReviewDecision]:
     """Pause until a valid decision arrives for every flagged call; decisions by call id."""
     calls = flagged_calls(policy, message)
     configs = [config_for(policy, call["name"]) or {} for call in calls]
@@ -146,13 +148,17 @@ def ask_reviewer(
     problem = ""
     while True:
         payload = interrupt({**request, "error": problem} if problem else request)
-        decisions: Any = payload.get("decisions") if isinstance(payload, dict) else None
+        decisions = payload.get("decisions") if isinstance(payload, dict) else None
         problem = decision_problem(decisions, calls, configs)
         if not problem:
-            return {call["id"] or "": dict(d) for call, d in zip(calls, decisions, strict=True)}
+            valid = cast("list[ReviewDecision]", decisions)  # checked by decision_problem
+            return {
+                call["id"] or "": cast("ReviewDecision", dict(d))
+                for call, d in zip(calls, valid, strict=True)
+            }
 
 
-def reviewed_call(call: ToolCall, decision: Mapping[str, Any] | None) -> ToolCall:
+def reviewed_call(call: ToolCall, decision: ReviewDecision | None) -> ToolCall:
     """The call to run after review: the reviewer's edit, or the model's own call."""
     if not decision or decision.get("type") != "edit":
         return call
@@ -165,9 +171,7 @@ def reviewed_call(call: ToolCall, decision: Mapping[str, Any] | None) -> ToolCal
     )
 
 
-def answer_without_running(
-    call: ToolCall, decision: Mapping[str, Any] | None
-) -> ToolMessage | None:
+def answer_without_running(call: ToolCall, decision: ReviewDecision | None) -> ToolMessage | None:
     """The result of a rejected or answered call (the tool does not run), else None."""
     kind = (decision or {}).get("type")
     if kind == "respond":

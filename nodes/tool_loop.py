@@ -24,7 +24,7 @@ from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_guard import calls_since, earlier_calls
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
-from loopgraphs.state import CommonState, LoopRuntime, scratch_of
+from loopgraphs.state import CommonState, LoopRuntime, ReviewDecision, messages_of, scratch_of
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:
@@ -49,13 +49,13 @@ def check_history(messages: Sequence[AnyMessage]) -> None:
         )
 
 
-def tool_budget_spent(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
+def tool_budget_spent(settings: LoopSettings, state: Mapping[str, object]) -> bool:
     """Whether the run has made all the tool calls ``max_tool_calls`` allows (counting,
     in an inner ReAct run, the calls the run made before it: see ``EARLIER_CALLS``)."""
     if settings.max_tool_calls is None:
         return False
     start = scratch_of(state).get("transcript_start") or 0
-    made = sum(1 for _ in calls_since(state.get("messages") or [], start))
+    made = sum(1 for _ in calls_since(messages_of(state), start))
     made += sum(1 for _ in calls_since(earlier_calls(_running_config()), 0))
     return made >= settings.max_tool_calls
 
@@ -72,7 +72,7 @@ def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
     """The ``review`` node: it pauses for human review of the last reply's flagged tool
     calls (``interrupt_before_tools``)."""
 
-    def review(state: CommonState, runtime: LoopRuntime) -> dict[str, Any]:
+    def review(state: CommonState, runtime: LoopRuntime) -> CommonState:
         run = settings.for_run(runtime)
         about = {
             tool.name: (tool.description.splitlines() or ["unknown tool"])[0] for tool in run.tools
@@ -81,7 +81,7 @@ def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
         if not isinstance(reply, AIMessage):  # the router sends only a reply with calls here
             return {}
         reviews = ask_reviewer(run.review, reply, about)
-        update: dict[str, Any] = {"scratch": {"reviews": reviews}}
+        update: CommonState = {"scratch": {"reviews": reviews}}
         edited = with_edits(reply, reviews)
         if edited is not reply:
             update["messages"] = [edited]
@@ -90,17 +90,17 @@ def review_node(settings: LoopSettings) -> Runnable[Any, Any]:
     return node_callable(review, None, name="review")
 
 
-def pending_step(settings: LoopSettings, state: Mapping[str, Any]) -> str | list[Send]:
+def pending_step(settings: LoopSettings, state: Mapping[str, object]) -> str | list[Send]:
     """Where the last reply's pending tool calls go: the ``review`` node when some pause
     for a human, else one ``Send`` per call to the shared ``call_tool`` step (see
     ``dispatch``); an empty list when none is pending (a middleware answered them all)."""
-    pending = pending_calls(state.get("messages") or [])
+    pending = pending_calls(messages_of(state))
     if pending and needs_review(settings, state):
         return "review"
     return dispatch(pending)
 
 
-def with_edits(reply: AIMessage, reviews: Mapping[str, Mapping[str, Any]]) -> AIMessage:
+def with_edits(reply: AIMessage, reviews: Mapping[str, ReviewDecision]) -> AIMessage:
     """The reply with the reviewer's edits written into its tool calls (ids kept, so the
     stored reply is replaced): the transcript, and the model on its next turn, show the
     call that ran. A json- or text-mode reply then reads back as its edited action."""
@@ -111,7 +111,7 @@ def with_edits(reply: AIMessage, reviews: Mapping[str, Mapping[str, Any]]) -> AI
     return reply.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
 
 
-def needs_review(settings: LoopSettings, state: Mapping[str, Any]) -> bool:
+def needs_review(settings: LoopSettings, state: Mapping[str, object]) -> bool:
     """Whether the last reply has tool calls that pause for review."""
-    messages = state.get("messages") or []
+    messages = messages_of(state)
     return bool(messages) and bool(flagged_calls(settings.review, messages[-1]))
