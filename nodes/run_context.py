@@ -12,7 +12,6 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -28,17 +27,17 @@ DEFAULT_MODEL_SPEC = "local"
 # The settings of graphs built without a model that are alive in this process: while there
 # are some, an async run may need the default model, which ``load_context`` then loads
 # off the event loop.
-_modelless: dict[int, weakref.ref[Any]] = {}
+_modelless: dict[int, weakref.ref[object]] = {}
 
 
-def note_modelless(settings: Any) -> None:
+def note_modelless(settings: object) -> None:
     """Note a loop's settings built without a model, for as long as they exist: while
     there are some, an async run may need the default model (see ``load_context``)."""
     key = id(settings)
     _modelless[key] = weakref.ref(settings, lambda _: _modelless.pop(key, None))
 
 
-def context_values(context: Any) -> Mapping[str, Any]:
+def context_values(context: object) -> Mapping[str, object]:
     """The run context as a mapping, whatever its type (dict, dataclass, pydantic)."""
     if context is None:
         return {}
@@ -51,7 +50,7 @@ def context_values(context: Any) -> Mapping[str, Any]:
     return {}
 
 
-def tool_names(value: Any) -> tuple[str, ...]:
+def tool_names(value: object) -> tuple[str, ...]:
     """The tool names of a run context's ``tools``: a list of names (or one string of
     comma-separated names), without blanks and repeats.
 
@@ -66,7 +65,7 @@ def tool_names(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name.strip() for name in items if name.strip()))
 
 
-def context_model(value: Any) -> BaseChatModel:
+def context_model(value: object) -> BaseChatModel:
     """The chat model a run context names: a model instance as it is, a spec loaded once."""
     if isinstance(value, BaseChatModel):
         return value
@@ -78,7 +77,7 @@ def context_model(value: Any) -> BaseChatModel:
     )
 
 
-def _model_to_load(values: Mapping[str, Any]) -> str | None:
+def _model_to_load(values: Mapping[str, object]) -> str | None:
     """The model spec a run may need loaded: the context's spec, or the default one when
     the context names none and a graph of this process has no model of its own; None when
     it is loaded already, or failed to load less than ``LOAD_RETRY_SECONDS`` ago."""

@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
@@ -27,7 +27,7 @@ from loopgraphs.models import load_model
 from loopgraphs.nodes.errors import default_retry_policy
 from loopgraphs.nodes.middleware import Middlewares, check_middleware
 from loopgraphs.nodes.model_call import ModelChain
-from loopgraphs.nodes.review import ReviewPolicy, review_policy
+from loopgraphs.nodes.review import ReviewConfig, ReviewPolicy, review_policy
 from loopgraphs.nodes.run_context import (
     DEFAULT_MODEL_SPEC,
     cached_model,
@@ -41,8 +41,8 @@ from loopgraphs.nodes.tool_guard import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_T
 from loopgraphs.state import TOOL_MODES, LoopRuntime
 from loopgraphs.toolkits.registry import ToolRegistry
 
-ToolsArg = Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None
-SystemPrompt = str | SystemMessage | Callable[[Mapping[str, Any]], str | SystemMessage]
+ToolsArg = Sequence[BaseTool | Callable[..., object] | dict[str, Any]] | None
+SystemPrompt = str | SystemMessage | Callable[[Mapping[str, object]], str | SystemMessage]
 ToolChoice = Literal["auto", "required"] | str
 ToolErrorPolicy = (
     bool | str | Callable[[Exception], str] | type[Exception] | tuple[type[Exception], ...]
@@ -118,7 +118,7 @@ class ToolLoopOptions(LoopOptions, total=False):
     loop_break: bool
     tool_timeout: float | None
     max_tool_output_chars: int
-    interrupt_before_tools: bool | Sequence[str] | Mapping[str, Any]
+    interrupt_before_tools: bool | Sequence[str] | Mapping[str, bool | ReviewConfig]
     handle_tool_errors: ToolErrorPolicy
 
 
@@ -205,14 +205,14 @@ class LoopSettings:
         return dataclasses.replace(self, **changes) if changes else self
 
 
-def check_tool_mode(value: Any) -> str:
+def check_tool_mode(value: object) -> str:
     """Validate a tool mode name."""
     if value not in TOOL_MODES:
         raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}; got {value!r}")
     return str(value)
 
 
-def check_positive(name: str, value: Any, *, minimum: int = 1) -> int:
+def check_positive(name: str, value: object, *, minimum: int = 1) -> int:
     """Validate an integer option such as ``max_iterations``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int; got {type(value).__name__}")
@@ -221,14 +221,14 @@ def check_positive(name: str, value: Any, *, minimum: int = 1) -> int:
     return value
 
 
-def check_flag(name: str, value: Any) -> bool:
+def check_flag(name: str, value: object) -> bool:
     """Validate a boolean option such as ``synthesize_answer``."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False; got {value!r}")
     return value
 
 
-def check_model(model: Any) -> BaseChatModel | None:
+def check_model(model: object) -> BaseChatModel | None:
     """Accept a chat model, a model spec string, or None (resolved per run)."""
     if model is None or isinstance(model, BaseChatModel):
         return model
@@ -241,18 +241,18 @@ def check_model(model: Any) -> BaseChatModel | None:
     )
 
 
-def _check_system_prompt(value: Any) -> SystemPrompt | None:
+def _check_system_prompt(value: object) -> SystemPrompt | None:
     if value is None or isinstance(value, (str, SystemMessage)) or callable(value):
-        return value  # type: ignore[no-any-return]
+        return cast("SystemPrompt | None", value)
     raise TypeError(
         "system_prompt must be a string, a SystemMessage or a callable of the state; "
         f"got {type(value).__name__}"
     )
 
 
-def _check_tool_choice(value: Any, registry: ToolRegistry) -> str | None:
+def _check_tool_choice(value: object, registry: ToolRegistry) -> str | None:
     if value is None or value in ("auto", "required"):
-        return value  # type: ignore[no-any-return]
+        return cast("str | None", value)
     if isinstance(value, str) and value in registry:
         return value
     raise ValueError(
@@ -260,24 +260,24 @@ def _check_tool_choice(value: Any, registry: ToolRegistry) -> str | None:
     )
 
 
-def _check_schema(name: str, value: Any) -> Any:
+def _check_schema(name: str, value: object) -> object:
     if value is None or isinstance(value, (type, dict)):
         return value
     raise TypeError(f"{name} must be a class (TypedDict, dataclass, pydantic model); got {value!r}")
 
 
-def _check_timeout(value: Any) -> float | None:
+def _check_timeout(value: object) -> float | None:
     if value is None or (
         isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     ):
-        return value  # type: ignore[no-any-return]
+        return value
     raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {value!r}")
 
 
 _own_keywords: dict[str, list[str]] = {}
 
 
-def declare_loop(loop: str, factory: Callable[..., Any]) -> None:
+def declare_loop(loop: str, factory: Callable[..., object]) -> None:
     """Record the keywords of a loop's factory besides the shared options (its budgets),
     which the error for an unknown keyword lists. The loop registry, above the nodes,
     declares each of its loops here.
@@ -292,7 +292,7 @@ def declare_loop(loop: str, factory: Callable[..., Any]) -> None:
 
 def make_settings(
     loop: str,
-    model: Any,
+    model: object,
     tools: ToolsArg,
     options: Mapping[str, Any],
     *,
@@ -363,14 +363,14 @@ def make_settings(
     )
 
 
-def _check_error_policy(value: Any) -> ToolErrorPolicy:
+def _check_error_policy(value: object) -> ToolErrorPolicy:
     classes = value if isinstance(value, tuple) else (value,)
     if (
         isinstance(value, (bool, str))
         or all(isinstance(c, type) and issubclass(c, Exception) for c in classes)
         or callable(value)
     ):
-        return value  # type: ignore[no-any-return]
+        return cast("ToolErrorPolicy", value)
     raise TypeError(
         "handle_tool_errors must be True, False, a string, a function of the exception, or "
         f"an exception class or tuple of them; got {value!r}"
