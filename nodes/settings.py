@@ -37,16 +37,17 @@ from loopgraphs.nodes.run_context import (
     note_modelless,
     tool_names,
 )
-from loopgraphs.nodes.tool_guard import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TOOL_TIMEOUT
+from loopgraphs.nodes.tool_guard import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    ToolErrorPolicy,
+)
 from loopgraphs.state import TOOL_MODES, LoopRuntime
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsArg = Sequence[BaseTool | Callable[..., object] | dict[str, Any]] | None
 SystemPrompt = str | SystemMessage | Callable[[Mapping[str, object]], str | SystemMessage]
 ToolChoice = Literal["auto", "required"] | str
-ToolErrorPolicy = (
-    bool | str | Callable[[Exception], str] | type[Exception] | tuple[type[Exception], ...]
-)
 
 
 class LoopOptions(TypedDict, total=False):

@@ -30,24 +30,35 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp, is_invalid_resume
 from langgraph.graph import END
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.prebuilt.tool_node import (
+    AsyncToolCallWrapper,
+    ToolCallRequest,
+    ToolCallWrapper,
+    ToolInvocationError,
+)
 from langgraph.types import Command
 from pydantic import ValidationError
+from typing_extensions import TypedDict
 
 from loopgraphs.deprecation import renamed
-from loopgraphs.nodes.middleware import UnsupportedPath
+from loopgraphs.nodes.middleware import AsyncToolWrapper, ToolWrapper, UnsupportedPath
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
 from loopgraphs.process_hooks import after_fork, at_exit
-from loopgraphs.state import scratch_of
+from loopgraphs.state import messages_of, scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolResult = ToolMessage | Command
+ToolErrorPolicy = (
+    bool | str | Callable[[Exception], str] | type[Exception] | tuple[type[Exception], ...]
+)
+"""What a tool's exception becomes (``handle_tool_errors``, see ``ToolLoopOptions``)."""
 DEFAULT_MAX_OUTPUT_CHARS = 4000
 DEFAULT_TOOL_TIMEOUT = 30.0
 TOOL_THREADS = 32
@@ -82,7 +93,7 @@ def unfence(text: str, fence: str) -> str:
     return text.strip()
 
 
-def call_key(call: Mapping[str, Any]) -> str:
+def call_key(call: Mapping[str, object]) -> str:
     """Identity of a tool call for the loop-break: name and arguments."""
     return f"{call['name']}:{json.dumps(call['args'], sort_keys=True, default=str)}"
 
@@ -99,7 +110,7 @@ def describe_tool_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _same_args(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
+def _same_args(left: ToolCall, right: ToolCall) -> bool:
     """Whether two calls have the same arguments (as ``call_key`` sees them); the plain
     comparison first, as it is much cheaper and almost always tells them apart."""
     return bool(left["args"] == right["args"]) and call_key(left) == call_key(right)
@@ -119,7 +130,7 @@ def calls_since(messages: Sequence[AnyMessage], start: int) -> Iterator[ToolCall
 EARLIER_CALLS = "loopgraphs_earlier_calls"
 
 
-def earlier_calls(config: Mapping[str, Any] | None) -> Sequence[AnyMessage]:
+def earlier_calls(config: RunnableConfig | None) -> Sequence[AnyMessage]:
     """The run's calls and results made before the inner run that ``config`` belongs to
     (none outside an inner run)."""
     configurable = (config or {}).get("configurable") or {}
@@ -127,7 +138,7 @@ def earlier_calls(config: Mapping[str, Any] | None) -> Sequence[AnyMessage]:
 
 
 def _own_results(
-    request: ToolCallRequest, state: Mapping[str, Any], update: Any
+    request: ToolCallRequest, state: Mapping[str, object], update: object
 ) -> list[ToolMessage]:
     """The results of this call among the messages of a tool's ``Command`` update: the
     ``ToolMessage``s answering its id that the state does not hold yet. A tool may send
@@ -136,7 +147,7 @@ def _own_results(
     messages = update.get("messages") if isinstance(update, dict) else None
     if not messages:
         return []
-    held = {m.id for m in state.get("messages") or () if getattr(m, "id", None)}
+    held = {m.id for m in messages_of(state) if getattr(m, "id", None)}
     call_id = request.tool_call["id"]
     return [
         m
@@ -166,9 +177,9 @@ class ToolGuard:
     max_output_chars: int
     loop_break: bool = True
     max_tool_calls: int | None = None
-    handle_errors: Any = True
-    tool_wrapper: Callable[[ToolCallRequest, Any], ToolResult] | None = None
-    async_tool_wrapper: Callable[[ToolCallRequest, Any], Awaitable[ToolResult]] | None = None
+    handle_errors: ToolErrorPolicy = True
+    tool_wrapper: ToolWrapper | None = None
+    async_tool_wrapper: AsyncToolWrapper | None = None
 
     def before(
         self, request: ToolCallRequest, served: bool = False
@@ -184,7 +195,7 @@ class ToolGuard:
         Returns:
             The request to run, or the answer given without running the tool.
         """
-        state: Mapping[str, Any] = request.state if isinstance(request.state, Mapping) else {}
+        state: Mapping[str, object] = request.state if isinstance(request.state, Mapping) else {}
         scratch = scratch_of(state)
         call = request.tool_call
         decision = (scratch.get("reviews") or {}).get(call["id"] or "")
@@ -201,7 +212,7 @@ class ToolGuard:
             return self._unknown(call)
         if self.max_tool_calls is None and not self.loop_break:
             return request
-        messages = state.get("messages") or []
+        messages = messages_of(state)
         start = int(scratch.get("transcript_start") or 0)
         last = next(
             (
@@ -398,7 +409,7 @@ class ToolGuard:
             return _error(request.tool_call, policy)
         classes = policy if isinstance(policy, tuple) else (policy,)
         if all(isinstance(c, type) and issubclass(c, Exception) for c in classes):
-            if isinstance(exc, classes):
+            if isinstance(exc, cast("tuple[type[Exception], ...]", classes)):
                 return _error(request.tool_call, describe_tool_error(exc))
             raise exc
         if callable(policy):
@@ -448,7 +459,15 @@ def _shutdown_pool() -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def guarded_options(guard: ToolGuard) -> dict[str, Any]:
+class GuardedOptions(TypedDict):
+    """The ``ToolNode`` keyword arguments that put a guard around every call."""
+
+    handle_tool_errors: bool
+    wrap_tool_call: ToolCallWrapper
+    awrap_tool_call: AsyncToolCallWrapper
+
+
+def guarded_options(guard: ToolGuard) -> GuardedOptions:
     """``ToolNode`` keyword arguments that put ``guard`` around every call."""
     return {
         # Failures reach the middleware's wrappers as the tool raised them; the guard

@@ -14,10 +14,10 @@ import selectors
 import threading
 import uuid
 import weakref
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -27,7 +27,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
@@ -83,12 +83,12 @@ class ToolStep:
         ``ToolNode`` for the run's tools (``invoke_tools``), ends the run after a
         successful ``return_direct`` tool, and notes a human message a tool added."""
 
-        def call_tool(input: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
+        def call_tool(input: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
             run = self.settings.for_run(runtime)
             output = invoke_tools(self.node_for(run), run, input, config)
             return _noted_human(_return_direct(run, output))
 
-        async def acall_tool(input: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
+        async def acall_tool(input: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
             await load_context(runtime)
             run = self.settings.for_run(runtime)
             output = await self.node_for(run).ainvoke(input, config)
@@ -97,11 +97,11 @@ class ToolStep:
         return untraced_callable(call_tool, acall_tool, name=name)  # pragma: no mutate
 
 
-def _async_only(tool: Any) -> bool:
+def _async_only(tool: BaseTool | None) -> bool:
     return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
-def calls_in(input: Any) -> list[ToolCall]:
+def calls_in(input: object) -> list[ToolCall]:
     """The tool calls a tool step runs: those sent to it, or the last reply's."""
     if isinstance(input, list):
         return [call for call in input if isinstance(call, dict)]  # type: ignore[misc]
@@ -127,7 +127,7 @@ def dispatch(calls: Sequence[ToolCall], node: str = "call_tool") -> list[Send]:
     return [Send(node, [{**call, "type": "tool_call"}]) for call in calls]
 
 
-def _calls_async_only(run: LoopSettings, input: Any) -> bool:
+def _calls_async_only(run: LoopSettings, input: object) -> bool:
     return any(_async_only(run.tools.get(call["name"])) for call in calls_in(input))
 
 
@@ -163,7 +163,7 @@ def _forget_thread_loops() -> None:
     _thread_loops = threading.local()
 
 
-def _sync_function(tool: Any) -> bool:
+def _sync_function(tool: BaseTool | None) -> bool:
     """Whether a tool runs a synchronous function also when awaited (LangChain then runs it
     in a worker thread): it has no async implementation of its own."""
     if tool is None:  # an unknown tool: the guard answers without running anything
@@ -178,7 +178,7 @@ def _all_sync(registry: ToolRegistry) -> bool:
     return all(_sync_function(tool) for tool in registry)
 
 
-def sync_step_loop(run: LoopSettings, state: Mapping[str, Any]) -> asyncio.AbstractEventLoop | None:
+def sync_step_loop(run: LoopSettings, state: object) -> asyncio.AbstractEventLoop | None:
     """This thread's event loop for a tool step under ``invoke`` whose tools are all
     synchronous functions, or None (a tool of the step has an async implementation, which
     may be bound to another event loop; or an event loop already runs in this thread, as
@@ -222,7 +222,10 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def run_step(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, Any]) -> Any:
+Result = TypeVar("Result")
+
+
+def run_step(loop: asyncio.AbstractEventLoop, step: Awaitable[Result]) -> Result:
     """Run a tool step on this thread's event loop (see ``sync_step_loop``). When it stops
     early (a tool's ``interrupt()``), the step's other calls are still run to their end
     before it returns, as with ``ToolNode``'s threads, so that nothing of the step is left
@@ -236,8 +239,8 @@ def run_step(loop: asyncio.AbstractEventLoop, step: Coroutine[Any, Any, Any]) ->
 
 
 def invoke_tools(
-    node: ToolNode, run: LoopSettings, state: Mapping[str, Any], config: RunnableConfig
-) -> Any:
+    node: ToolNode, run: LoopSettings, state: object, config: RunnableConfig
+) -> object:
     """Run a tool node under ``invoke``: a step of synchronous tools on this thread's event
     loop (see ``sync_step_loop``); calls of async-only tools on an event loop of their own
     in a worker thread (with the caller's context, so interrupts and callbacks still reach
@@ -258,7 +261,7 @@ def _direct_tools(registry: ToolRegistry) -> frozenset[str]:
     return frozenset(tool.name for tool in registry if tool.return_direct)
 
 
-def _return_direct(run: LoopSettings, output: Any) -> Any:
+def _return_direct(run: LoopSettings, output: object) -> object:
     direct = _direct_tools(run.tools)
     if not direct:
         return output
@@ -275,7 +278,7 @@ def _return_direct(run: LoopSettings, output: Any) -> Any:
     return output
 
 
-def _noted_human(output: Any) -> Any:
+def _noted_human(output: object) -> object:
     """A tool step's output, noting a human message that a tool added (in a ``Command``)
     as taken in by the run (``scratch.seen``), so that the next step continues the run
     instead of taking the message for new input (see ``loopgraphs.state.starts_run``)."""
