@@ -31,7 +31,7 @@ __all__ = [
 
 
 def node_caller(
-    run: LoopSettings, state: Mapping[str, Any], runtime: LoopRuntime | None
+    run: LoopSettings, state: Mapping[str, object], runtime: LoopRuntime | None
 ) -> ModelCaller:
     """The model calls of one node run: the run's model, the caller's system prompt (as
     the state makes it), the state and runtime the requests carry, and the run's
@@ -60,10 +60,10 @@ def shown_as(reply: AIMessage, text: str) -> AIMessage:
     return reply.model_copy(update={"content": text, "additional_kwargs": extra})
 
 
-def user_system(settings: LoopSettings, state: Mapping[str, Any]) -> SystemMessage | None:
+def user_system(settings: LoopSettings, state: Mapping[str, object]) -> SystemMessage | None:
     """The caller's ``system_prompt`` (string, message or callable of the state) as a
     message, or None when there is none."""
-    user: Any = settings.system_prompt
+    user: object = settings.system_prompt
     if callable(user) and not isinstance(user, SystemMessage):
         user = user(state)
     if user is None or user == "":

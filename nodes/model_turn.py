@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -40,12 +40,12 @@ from loopgraphs.toolkits.registry import ToolRegistry
 
 def model_turn(
     settings: LoopSettings,
-    state: Mapping[str, Any],
+    state: Mapping[str, object],
     history: Sequence[AnyMessage],
     *,
     require: str | None = None,
     runtime: LoopRuntime | None = None,
-) -> Generator[Any, Any, dict[str, Any]]:
+) -> Generator[ModelCall, Any, dict[str, Any]]:
     """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
     json → text when the provider refuses the form). Models that think better without a
     written thought (``writes_thoughts``) get json steps without one.
@@ -54,7 +54,7 @@ def model_turn(
     """
     model = settings.chat_model
     registry = run_registry(settings, state)
-    mode = state.get("tool_mode") or resolve_mode(settings)
+    mode = cast("str | None", state.get("tool_mode")) or resolve_mode(settings)
     auto = settings.tool_mode == "auto"
     thoughts = writes_thoughts(model)
     ask = node_caller(settings, state, runtime)
@@ -63,7 +63,7 @@ def model_turn(
         # Only json and text modes show a worked example, chosen for the first question.
         question = first_question(state, history) if mode in ("json", "text") else ""
         form = mode_form(mode, thoughts=thoughts, question=question, constrained=constrained)
-        tools: list[Any] = registry.tools if mode in ("native", "json", "text") else []
+        tools: Sequence[object] = registry.tools if mode in ("native", "json", "text") else []
         if mode == "native":
             tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require

@@ -13,7 +13,7 @@ Both lead through the middleware's hook nodes where there are some (see
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END
 from langgraph.types import Send
@@ -43,10 +43,10 @@ def route(
     The router runs as LangGraph's own callable without tracing, in the caller's thread
     also under ``ainvoke`` (a plain function would be sent to a worker thread there)."""
 
-    def with_runtime(state: Mapping[str, Any], runtime: LoopRuntime) -> str | list[Send]:
+    def with_runtime(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
         return END if run_over(state) else router(state, runtime)
 
-    def without_runtime(state: Mapping[str, Any]) -> str | list[Send]:
+    def without_runtime(state: Mapping[str, object]) -> str | list[Send]:
         return END if run_over(state) else router(state)
 
     # LangGraph has no runtime to give when it routes an update_state write, so a router
@@ -102,7 +102,9 @@ def chosen_step(
     wants_runtime = takes_runtime(router)
     channels = state_channels(builder)
 
-    def next_step(state: Mapping[str, Any], outputs: Sequence[Any], runtime: LoopRuntime) -> Any:
+    def next_step(
+        state: Mapping[str, object], outputs: Sequence[object], runtime: LoopRuntime
+    ) -> str | list[Send]:
         after = state_after(channels, state, outputs)
         if run_over(after):
             return wiring.entry(END) if wiring is not None else END
@@ -118,16 +120,16 @@ def _through_hooks(router: Router, wiring: Wiring, source: str) -> Router:
     """A router whose answers lead through the middleware's hook nodes (see
     ``loopgraphs.nodes.hooks``), after a ``jump_to`` the step's last hook left."""
 
-    def with_runtime(state: Mapping[str, Any], runtime: LoopRuntime) -> str | list[Send]:
+    def with_runtime(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state, runtime))
 
-    def without_runtime(state: Mapping[str, Any]) -> str | list[Send]:
+    def without_runtime(state: Mapping[str, object]) -> str | list[Send]:
         return wiring.jumped(source, state) or wiring.route_to(router(state))
 
     return with_runtime if takes_runtime(router) else without_runtime
 
 
-def run_over(state: Mapping[str, Any]) -> bool:
+def run_over(state: Mapping[str, object]) -> bool:
     """Whether the run ends whatever the router would say: its status is "error", or a
     middleware hook ended it (in a ReAct run inside the loop, see ``Bookkeeping.hook_ended``)."""
     return state.get("status") == "error" or bool(scratch_of(state).get("hook_ended"))
@@ -136,12 +138,12 @@ def run_over(state: Mapping[str, Any]) -> bool:
 def while_running(target: str) -> Router:
     """A router to ``target`` while the run's status is "running", and to the end after."""
 
-    def running(state: Mapping[str, Any]) -> str:
+    def running(state: Mapping[str, object]) -> str:
         return target if state.get("status") == "running" else END
 
     return running
 
 
-def steps_left(state: Mapping[str, Any], needed: int) -> bool:
+def steps_left(state: Mapping[str, object], needed: int) -> bool:
     """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
-    return int(state.get("remaining_steps", needed + 1)) > needed
+    return int(cast("int", state.get("remaining_steps", needed + 1))) > needed

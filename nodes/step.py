@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
@@ -34,7 +33,7 @@ class Step:
     runtime: LoopRuntime
     config: RunnableConfig
 
-    def ask(self, state: Mapping[str, Any]) -> ModelCaller:
+    def ask(self, state: Mapping[str, object]) -> ModelCaller:
         """The step's model calls: the run's model, system prompt (as ``state`` makes
         it), middleware, and the state and runtime each request carries."""
         return node_caller(self.run, state, self.runtime)

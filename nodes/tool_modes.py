@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -22,14 +22,14 @@ from langchain_core.messages import (
 
 from loopgraphs import prompts
 from loopgraphs.models import capabilities, default_tool_choice
-from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, as_written
+from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, ToolsForm, as_written
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_guard import (
     calls_since,
     fence_output,
 )
-from loopgraphs.state import scratch_of
+from loopgraphs.state import messages_of, scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 from loopgraphs.toolkits.search import STOP_WORDS
 
@@ -47,7 +47,7 @@ def resolve_mode(settings: LoopSettings) -> str:
     return "native"
 
 
-def run_registry(settings: LoopSettings, state: Mapping[str, Any]) -> ToolRegistry:
+def run_registry(settings: LoopSettings, state: Mapping[str, object]) -> ToolRegistry:
     """The tools of this run, narrowed by tool selection when it ran."""
     selected = scratch_of(state).get("selected_tools")
     return _subset(settings.tools, tuple(selected)) if selected else settings.tools
@@ -77,7 +77,7 @@ def react_instructions(registry: ToolRegistry, mode: str, *, thoughts: bool = Tr
 
 
 def required_tool(
-    settings: LoopSettings, state: Mapping[str, Any], *, model_default: bool = False
+    settings: LoopSettings, state: Mapping[str, object], *, model_default: bool = False
 ) -> str | None:
     """``"required"`` or a tool name while the run must still call a tool, else None."""
     choice = settings.tool_choice
@@ -86,7 +86,7 @@ def required_tool(
     if choice in (None, "auto") or not settings.tools:
         return None
     start = scratch_of(state).get("transcript_start") or 0
-    made = next(calls_since(state.get("messages") or [], start), None)
+    made = next(calls_since(messages_of(state), start), None)
     return None if made is not None else choice
 
 
@@ -184,10 +184,11 @@ def _answer_text(answer: str, mode: str) -> str:
     return f"FINAL_ANSWER: {answer}"
 
 
-def first_question(state: Mapping[str, Any], history: Sequence[AnyMessage]) -> str:
+def first_question(state: Mapping[str, object], history: Sequence[AnyMessage]) -> str:
     """The conversation's first user message: the worked examples are chosen for it and
     stay the same for the later runs on the thread, which keeps them cacheable."""
-    asked = (m for m in state.get("messages", history) if isinstance(m, HumanMessage))
+    messages = cast("Sequence[AnyMessage]", state.get("messages", history))
+    asked = (m for m in messages if isinstance(m, HumanMessage))
     first = next(asked, None)
     return content_text(first.content) if first is not None else ""
 
@@ -221,5 +222,5 @@ def mode_form(mode: str, *, thoughts: bool, question: str, constrained: bool = T
     def render(messages: Sequence[AnyMessage], registry: ToolRegistry) -> list[BaseMessage]:
         return [*example_turns(registry, question, mode), *model_view(messages, mode)]
 
-    kind: Any = "schema" if mode == "json" and constrained else "prompt"
+    kind: ToolsForm = "schema" if mode == "json" and constrained else "prompt"
     return RequestForm(instructions, tools=kind, render=render, thoughts=thoughts)
