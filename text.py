@@ -8,7 +8,6 @@ nothing of the package.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
@@ -45,7 +44,7 @@ STOP_WORDS = frozenset(
 )
 
 
-def content_text(content: Any) -> str:
+def content_text(content: object) -> str:
     """Flatten message content (a string or a list of content blocks) to text."""
     if isinstance(content, str):
         return content

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from typing_extensions import TypedDict
 
-from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
+from loopgraphs.nodes.parsing.json_text import ToolInput, json_objects, tool_input_value
 from loopgraphs.nodes.parsing.text import clip, tidy
 
 CLAIM_LINE_RE = re.compile(
@@ -20,10 +19,6 @@ CLAIM_LINE_RE = re.compile(
 VERIFIED_LINE_RE = re.compile(r"[ \t>*_#-]*VERIFIED\b", re.IGNORECASE)
 VERIFIED_WORD_RE = re.compile(r"(?<![A-Za-z])(?<![Nn][Oo][Tt] )VERIFIED\b")
 MAX_CLAIMS = 10
-
-
-ToolInput = dict[str, Any] | str
-"""A tool's input as a critique gives it: the tool's arguments, or one text."""
 
 
 class Claim(TypedDict):
@@ -51,7 +46,7 @@ class Critique:
     claims: list[Claim] = field(default_factory=list)
 
 
-def make_claim(claim: Any, tool: Any, tool_input: Any) -> Claim | None:
+def make_claim(claim: object, tool: object, tool_input: object) -> Claim | None:
     """A claim to check as ``{"claim", "tool", "tool_input"}``, or None without a tool.
 
     A missing input becomes the claim's text; ``TOOL: search(eiffel tower)`` is split

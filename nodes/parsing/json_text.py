@@ -17,6 +17,10 @@ import json_repair
 from loopgraphs.nodes.parsing import MAX_JSON_CANDIDATES, MAX_REPAIR_CHARS, MAX_REPAIR_DEPTH
 from loopgraphs.nodes.parsing.text import clip
 
+ToolInput = dict[str, Any] | str
+"""A tool's input as a model writes it: the tool's arguments (keyword arguments of any
+type, as a ``ToolCall`` holds them), or one text."""
+
 
 def json_spans(text: str) -> list[tuple[int, int]]:
     """Find top-level ``{...}`` spans in one linear pass, honouring JSON strings."""
@@ -61,7 +65,7 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def _objects(text: str, limit: int) -> Iterator[dict[str, Any]]:
+def _objects(text: str, limit: int) -> Iterator[dict[str, object]]:
     text = clip(text)
     budget = MAX_REPAIR_CHARS
     for start, end in json_spans(text)[:limit]:
@@ -80,13 +84,13 @@ def _objects(text: str, limit: int) -> Iterator[dict[str, Any]]:
             yield value
 
 
-def json_objects(text: str, limit: int = MAX_JSON_CANDIDATES) -> list[dict[str, Any]]:
+def json_objects(text: str, limit: int = MAX_JSON_CANDIDATES) -> list[dict[str, object]]:
     """The non-empty JSON objects among the first ``limit`` top-level ``{...}`` spans of
     free text (the objects of a JSON list included), in order."""
     return list(_objects(text, limit))
 
 
-def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, Any] | None:
+def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, object] | None:
     """Extract the first JSON object from free text.
 
     Args:
@@ -99,7 +103,7 @@ def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, Any] | None
     return next(_objects(text, max_candidates), None)
 
 
-def tool_input_value(raw: str) -> dict[str, Any] | str:
+def tool_input_value(raw: str) -> ToolInput:
     """A tool input as written by a model: a JSON object when it is one (in a code fence
     or not), else the plain text without surrounding quotes or backticks."""
     raw = raw.strip()

@@ -20,7 +20,7 @@ def numbered_items(text: str) -> list[str]:
     return [item.text[:STEP_CHARS] for item in list_items(text) if item.text]
 
 
-def clean_steps(value: Any) -> Any:
+def clean_steps(value: object) -> object:
     """Normalise what a model gives as steps into a list of distinct non-empty strings: a
     text is read as a list, list entries lose their numbering, objects give their step
     text and a step written again is dropped (see ``distinct``). Anything else is returned

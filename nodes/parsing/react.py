@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from loopgraphs.deprecation import renamed
-from loopgraphs.nodes.parsing.json_text import extract_json, tool_input_value
+from loopgraphs.nodes.parsing.json_text import ToolInput, extract_json, tool_input_value
 from loopgraphs.nodes.parsing.text import FINAL_ANSWER_RE, after_marker, clip
 
 ACTION_RE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
@@ -31,7 +31,7 @@ class ParsedReply:
     thought: str = ""
     answer: str = ""
     action: str = ""
-    action_input: dict[str, Any] | str = field(default_factory=dict)
+    action_input: ToolInput = field(default_factory=dict)
 
 
 def parse_react_text(text: str) -> ParsedReply:
@@ -77,7 +77,7 @@ def parse_react_text(text: str) -> ParsedReply:
     )
 
 
-def parse_json_action(data: dict[str, Any] | None) -> ParsedReply:
+def parse_json_action(data: dict[str, object] | None) -> ParsedReply:
     """Interpret a JSON action object (``thought``, ``action``, ``action_input``).
 
     Accepts the common variants small models produce: ``final_answer``/``answer`` keys,
@@ -93,7 +93,7 @@ def parse_json_action(data: dict[str, Any] | None) -> ParsedReply:
         return ParsedReply("none")
     thought = str(data.get("thought") or data.get("reasoning") or "")
     action = data.get("action") or data.get("tool") or data.get("name")
-    action_input: Any = next(
+    action_input: object = next(
         (data[key] for key in ("action_input", "args", "arguments", "input") if key in data), {}
     )
     if isinstance(action, dict):
@@ -111,7 +111,7 @@ def parse_json_action(data: dict[str, Any] | None) -> ParsedReply:
     return ParsedReply("action", thought=thought, action=action.strip(), action_input=action_input)
 
 
-def _answer_text(value: Any) -> str:
+def _answer_text(value: object) -> str:
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, dict):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
-from loopgraphs.nodes.parsing.json_text import json_objects, tool_input_value
+from loopgraphs.nodes.parsing.json_text import ToolInput, json_objects, tool_input_value
 from loopgraphs.nodes.parsing.text import clip, final_answer_of, tidy
 from loopgraphs.text import STOP_WORDS
 
@@ -46,7 +46,7 @@ class SelfAskTurn:
     answer: str = ""
     question: str = ""
     tool: str = ""
-    tool_input: dict[str, Any] | str = ""
+    tool_input: ToolInput = ""
     intermediate: str | None = None
 
 
@@ -127,7 +127,7 @@ def parse_self_ask(text: str) -> SelfAskTurn:
         raw_input = "\n".join(tool_input).strip() if tool_input is not None else ""
         if not raw_input and "(" in tool and tool.endswith(")"):
             tool, raw_input = tool[: tool.index("(")].strip(), tool[tool.index("(") + 1 : -1]
-        value: dict[str, Any] | str = tool_input_value(raw_input) if raw_input else question or ""
+        value: ToolInput = tool_input_value(raw_input) if raw_input else question or ""
         asked = SelfAskTurn(
             "tool",
             question=question or (value if isinstance(value, str) else json.dumps(value)),
@@ -172,7 +172,7 @@ def asked_part(text: str) -> str:
     return "\n".join(kept).strip()
 
 
-def _text_field(data: dict[str, Any], *keys: str) -> str:
+def _text_field(data: Mapping[str, object], *keys: str) -> str:
     for key in keys:
         value = data.get(key)
         if isinstance(value, str) and value.strip():
@@ -192,7 +192,7 @@ def _self_ask_json(text: str) -> SelfAskTurn | None:
     tool = _text_field(data, "tool", "tool_name")
     raw_input = data.get("tool_input", data.get("input"))
     if tool:
-        value: dict[str, Any] | str
+        value: ToolInput
         if isinstance(raw_input, dict):
             value = raw_input
         elif raw_input is None:

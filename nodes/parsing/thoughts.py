@@ -48,7 +48,7 @@ def parse_thoughts(text: str, limit: int) -> list[str]:
 
 
 def _json_items(text: str) -> list[str] | None:
-    data: Any = None
+    data: object = None
     if text.startswith("["):
         try:
             data = json.loads(text[: text.rfind("]") + 1])
