@@ -111,10 +111,10 @@ def add_count(left: int | None, right: int | None) -> int:
     return int(left or 0) + int(right)
 
 
-Item = TypeVar("Item")
+ItemT = TypeVar("ItemT")
 
 
-def extend_list(left: list[Item] | None, right: list[Item] | None) -> list[Item]:
+def extend_list(left: list[ItemT] | None, right: list[ItemT] | None) -> list[ItemT]:
     """Reducer: add items to a list; a ``None`` update empties it (a run's first step)."""
     if right is None:
         return []

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
 from loopgraphs import prompts
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
-from loopgraphs.state import scratch_of
+from loopgraphs.state import messages_of, scratch_of
 
 ECHO_WORDS = 6
 """Words in a row that a reply shares with one of the library's prompts to be an echo."""
@@ -208,7 +208,7 @@ def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str
     return ""
 
 
-def settle_answer(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+def settle_answer(state: Mapping[str, object], update: dict[str, Any]) -> dict[str, Any]:
     """The update of a step that ends a run, with an answer that is not the model's own
     taken out: ``answer`` empty, ``error`` saying why, and ``completed`` turned into
     ``error``. A run a tool ended (``return_direct``) keeps the tool's result; one a
@@ -217,7 +217,7 @@ def settle_answer(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str,
     status = update.get("status")
     if status not in ("completed", "max_iterations"):
         return update
-    answer = update["answer"] if "answer" in update else state.get("answer") or ""
+    answer = update["answer"] if "answer" in update else cast("str", state.get("answer") or "")
     scratch = {**scratch_of(state), **(update.get("scratch") or {})}
     if scratch.get("tool_ended"):
         return update  # a return_direct tool's result is the answer by its own contract
@@ -227,7 +227,7 @@ def settle_answer(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str,
     )
     if not answer and answered_otherwise:
         return update
-    messages = [*(state.get("messages") or []), *(update.get("messages") or [])]
+    messages = [*messages_of(state), *(update.get("messages") or [])]
     reason = unusable(answer, messages, scratch.get("transcript_start") or 0)
     if not reason:
         return update

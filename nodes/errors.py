@@ -128,7 +128,7 @@ def is_form_rejection(exc: BaseException) -> bool:
     return isinstance(exc, NotImplementedError) or status_code(exc) in REJECTION_STATUS
 
 
-def default_retry_policy(model: Any = None, *, max_attempts: int = 3) -> RetryPolicy:
+def default_retry_policy(model: object = None, *, max_attempts: int = 3) -> RetryPolicy:
     """LangGraph retry policy for model calls: transient failures only, with backoff.
 
     What counts as transient depends on where the model is served. For a remote provider
@@ -196,7 +196,7 @@ def failed_calls(exc: BaseException) -> int:
     return int(getattr(exc, FAILED_CALLS, 0))
 
 
-def all_failed(outcomes: Sequence[Any]) -> BaseException:
+def all_failed(outcomes: Sequence[object]) -> BaseException:
     """The exception to raise when every one of concurrent calls failed, carrying how many
     requests were sent in all."""
     errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
@@ -204,6 +204,6 @@ def all_failed(outcomes: Sequence[Any]) -> BaseException:
     return errors[0]
 
 
-def failed_requests(outcomes: Sequence[Any]) -> int:
+def failed_requests(outcomes: Sequence[object]) -> int:
     """How many model requests failed among the outcomes of concurrent calls."""
     return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))

@@ -22,8 +22,9 @@ from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, run_defaults, start_run
 
-# A loop's own starting values: ``opening(state, run)`` with the run's settings resolved.
-Opening = Callable[[Any, LoopSettings], dict[str, Any]]
+# A loop's own starting values: ``opening(state, run)`` with the run's settings resolved
+# (the state is the loop's own state type, so the first parameter stays open).
+Opening = Callable[[Any, LoopSettings], Mapping[str, object]]
 
 
 def add_start(
@@ -33,7 +34,7 @@ def add_start(
     then: Router,
     targets: Sequence[str],
     *,
-    scratch: Mapping[str, Any] | None = None,
+    scratch: Mapping[str, object] | None = None,
 ) -> None:
     """Add the run's first node, ``prepare``, after ``START``, and its way on: the step
     ``then(state)`` names among ``targets`` (or ``Send`` packets into them), unless the

@@ -222,10 +222,10 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-Result = TypeVar("Result")
+ResultT = TypeVar("ResultT")
 
 
-def run_step(loop: asyncio.AbstractEventLoop, step: Awaitable[Result]) -> Result:
+def run_step(loop: asyncio.AbstractEventLoop, step: Awaitable[ResultT]) -> ResultT:
     """Run a tool step on this thread's event loop (see ``sync_step_loop``). When it stops
     early (a tool's ``interrupt()``), the step's other calls are still run to their end
     before it returns, as with ``ToolNode``'s threads, so that nothing of the step is left

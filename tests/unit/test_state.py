@@ -16,6 +16,7 @@ from langgraph.types import Command
 from loopgraphs.state import (
     conversation_of,
     merge_scratch,
+    messages_of,
     new_fence,
     request_of,
     start_run,
@@ -26,6 +27,13 @@ from loopgraphs.state import (
 ASKED = HumanMessage("What is 2 + 2?", id="h1")
 ANSWERED = AIMessage("4", id="a1")
 STEP_PROMPT = HumanMessage("Step 1: add the numbers", id="h2")
+
+
+def test_the_messages_are_the_states_own_or_none():
+    messages = [ASKED, ANSWERED]
+    assert messages_of({"messages": messages}) is messages
+    assert messages_of({}) == []
+    assert messages_of({"messages": None}) == []
 
 
 def test_the_conversation_is_every_message_before_the_run_has_a_transcript():
