@@ -26,6 +26,7 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
@@ -261,7 +262,7 @@ class ModelCaller:
         messages: Sequence[BaseMessage],
         form: RequestForm = PLAIN,
         *,
-        tools: Sequence[Any] = (),
+        tools: Sequence[BaseTool | dict[str, Any]] = (),
         tool_choice: Any = None,
         response_format: Any = None,
         with_system: bool = True,
