@@ -16,7 +16,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
@@ -96,7 +96,8 @@ UpdateT = TypeVar("UpdateT", bound=Mapping[str, object])
 # by the loop's state (a TypedDict whose keys are all optional).
 LogicOf: TypeAlias = Generator[Request, Any, UpdateT]
 Logic: TypeAlias = LogicOf[Mapping[str, object]]
-# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
+# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``. The
+# state is the loop's own TypedDict (a parameter type, so no one TypedDict fits every loop).
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
 NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
@@ -263,9 +264,8 @@ def as_node(
         commands: list[Command[object]],
         runtime: LoopRuntime,
     ) -> Written:
-        if totals:
-            assert isinstance(update, dict)  # an update is a dict (a TypedDict is one)
-            update = add_totals(state, update)
+        if totals:  # node logic returns a dict (a TypedDict is one), which this adds to
+            update = add_totals(state, cast(dict[str, object], update))
         if isinstance(update, dict) and not settings.step_run:
             update = settle_answer(state, update)
         if next_step is not None:

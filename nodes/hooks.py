@@ -87,12 +87,12 @@ def _hook_node(
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
 
 
-# Routers and hook steps take the whole state as a Mapping: LangGraph reads a router's
-# first parameter type as the schema of the state it passes, so a TypedDict there would
-# hide the caller's and the middleware's keys from the routers and hooks they wrap.
 # A hook's update is what ``AgentMiddleware`` declares: values of the state's keys, of any
 # schema (the caller's, the middleware's), or None.
 HookUpdate = dict[str, Any] | None
+# Routers and hook steps take the whole state as a Mapping: LangGraph reads a router's
+# first parameter type as the schema of the state it passes, so a TypedDict there would
+# hide the caller's and the middleware's keys from the routers and hooks they wrap.
 Hook = Callable[[Mapping[str, object], LoopRuntime], HookUpdate]
 AsyncHook = Callable[[Mapping[str, object], LoopRuntime], Awaitable[HookUpdate]]
 # A router's answer: the next node, a ``Send`` to one, or several of them.

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.structured_output import ResponseFormat
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -263,8 +264,8 @@ class ModelCaller:
         form: RequestForm = PLAIN,
         *,
         tools: Sequence[BaseTool | dict[str, Any]] = (),
-        tool_choice: Any = None,
-        response_format: Any = None,
+        tool_choice: str | None = None,
+        response_format: ResponseFormat[Any] | None = None,
         with_system: bool = True,
         model_settings: Mapping[str, object] | None = None,
     ) -> ModelCall:
