@@ -39,8 +39,12 @@ from loopgraphs.state import (
     StructuredOutput,
 )
 
+# A reducer of a caller's state key: it takes and returns values of the key's type, which
+# the caller's schema declares.
+Reducer = Callable[[Any, Any], Any]
 
-def _fields(schema: type[Any] | None) -> dict[str, Any]:
+
+def _fields(schema: type[Any] | None) -> dict[str, object]:
     if schema is None:
         return {}
     return typing.get_type_hints(schema, include_extras=True)
@@ -50,7 +54,7 @@ def merged(
     name: str,
     base: type[Any],
     extra: type[Any] | None,
-    more: Mapping[str, Any] | None = None,
+    more: Mapping[str, object] | None = None,
     *,
     managed: bool = True,
 ) -> type[Any]:
@@ -76,11 +80,11 @@ def merged(
 AGENT_STATE_FIELDS = ("messages", "structured_response")
 
 
-def middleware_fields(options: Mapping[str, Any], *, leave_out: str = "") -> dict[str, Any]:
+def middleware_fields(options: Mapping[str, Any], *, leave_out: str = "") -> dict[str, object]:
     """The state keys the middleware's ``state_schema``s add, in list order; with
     ``leave_out="input"`` (or ``"output"``) without those their annotation leaves out of
     that schema (``OmitFromInput``, ``OmitFromOutput``, ``PrivateStateAttr``)."""
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for middleware in options.get("middleware") or ():
         for key, hint in _fields(middleware.state_schema).items():
             if key in AGENT_STATE_FIELDS:
@@ -91,7 +95,7 @@ def middleware_fields(options: Mapping[str, Any], *, leave_out: str = "") -> dic
     return fields
 
 
-def _metadata(hint: Any) -> tuple[Any, ...]:
+def _metadata(hint: object) -> tuple[object, ...]:
     """The ``Annotated`` metadata of a field, inside ``Required``/``NotRequired`` too."""
     if typing.get_origin(hint) in (typing_extensions.Required, typing_extensions.NotRequired):
         hint = typing.get_args(hint)[0]
@@ -114,7 +118,7 @@ def check_middleware_state(loop_state: type[Any], options: Mapping[str, Any], lo
                 )
 
 
-def subgraph_options(options: Mapping[str, Any]) -> dict[str, Any]:
+def subgraph_options(options: Mapping[str, Any]) -> dict[str, object]:
     """The caller's schemas and middleware, for a loop's inner ReAct subgraph."""
     keys = ("state_schema", "context_schema", "middleware")
     return {key: options[key] for key in keys if options.get(key)}
@@ -131,9 +135,9 @@ def caller_keys(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key for key in keys if key not in own | managed))
 
 
-def caller_reducers(options: Mapping[str, Any]) -> dict[str, Callable[[Any, Any], Any]]:
+def caller_reducers(options: Mapping[str, Any]) -> dict[str, Reducer]:
     """The reducers of the caller's own state keys that have one (``Annotated[T, f]``)."""
-    reducers = {}
+    reducers: dict[str, Reducer] = {}
     keys = caller_keys(options)
     hints = {**middleware_fields(options), **_fields(options.get("state_schema"))}
     for key, hint in hints.items():
@@ -230,7 +234,7 @@ def compile_loop(
     )
 
 
-def check_result_keys(renames: Any, output: type[Any]) -> dict[str, str]:
+def check_result_keys(renames: object, output: type[Any]) -> dict[str, str]:
     """Validate ``result_keys`` against the keys a loop returns (``output``, its output
     schema): each renamed key is one of them, each new name a new key, all distinct.
 
@@ -261,7 +265,7 @@ def check_result_keys(renames: Any, output: type[Any]) -> dict[str, str]:
     return checked
 
 
-def _with_result_keys(loop: LoopBuilder, renames: Any, name: str) -> LoopBuilder:
+def _with_result_keys(loop: LoopBuilder, renames: object, name: str) -> LoopBuilder:
     """The loop as a subgraph followed by a node copying its renamed result keys to their
     new names; the graph returns them under the new names only."""
     checked = check_result_keys(renames, loop.output_schema)
@@ -277,7 +281,7 @@ def _with_result_keys(loop: LoopBuilder, renames: Any, name: str) -> LoopBuilder
     )
     outer.add_node(name, loop.compile(name=name))
 
-    def result_keys(state: Any) -> dict[str, Any]:
+    def result_keys(state: Mapping[str, Any]) -> dict[str, object]:
         return {new: state[key] for key, new in checked.items() if key in state}
 
     outer.add_node("result_keys", result_keys)

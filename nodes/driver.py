@@ -14,13 +14,13 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
-from langgraph.types import Command, RetryPolicy
+from langgraph.types import Command, RetryPolicy, Send
 
 from loopgraphs.internals import has_reducer, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
@@ -30,25 +30,28 @@ from loopgraphs.nodes.errors import (
     should_reraise,
 )
 from loopgraphs.nodes.middleware import UnsupportedPath
-from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG
+from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG, attempt, attempt_async
 from loopgraphs.nodes.parsing.text import best_effort_answer
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, add_totals
 
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
+
 
 @dataclass(frozen=True)
-class Call:
+class Call(Generic[InputT, OutputT]):
     """One call of any runnable (a compiled subgraph, say) with an arbitrary input."""
 
-    runnable: Runnable[Any, Any]
-    input: Any
+    runnable: Runnable[InputT, OutputT]
+    input: InputT
 
-    def invoke(self, config: RunnableConfig) -> Any:
+    def invoke(self, config: RunnableConfig) -> OutputT:
         return self.runnable.invoke(self.input, config)
 
-    async def ainvoke(self, config: RunnableConfig) -> Any:
+    async def ainvoke(self, config: RunnableConfig) -> OutputT:
         return await self.runnable.ainvoke(self.input, config)
 
 
@@ -56,9 +59,9 @@ class Request(Protocol):
     """What node logic yields: anything the drivers can run sync or async (a model call,
     see ``loopgraphs.nodes.model_call.ModelCall``; a subgraph run; a batch)."""
 
-    def invoke(self, config: RunnableConfig) -> Any: ...
+    def invoke(self, config: RunnableConfig) -> object: ...
 
-    async def ainvoke(self, config: RunnableConfig) -> Any: ...
+    async def ainvoke(self, config: RunnableConfig) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,12 @@ class ModelBatch:
 
     calls: Sequence[Request]
 
-    def invoke(self, config: RunnableConfig) -> list[Any]:
+    def invoke(self, config: RunnableConfig) -> list[object]:
         with get_executor_for_config(config) as pool:
             futures = [pool.submit(_capture, call.invoke, config) for call in self.calls]
             return [future.result() for future in futures]
 
-    async def ainvoke(self, config: RunnableConfig) -> list[Any]:
+    async def ainvoke(self, config: RunnableConfig) -> list[object]:
         return list(
             await asyncio.gather(
                 *(call.ainvoke(config) for call in self.calls), return_exceptions=True
@@ -81,9 +84,9 @@ class ModelBatch:
         )
 
 
-def _capture(func: Callable[..., Any], *args: Any) -> Any:
+def _capture(func: Callable[[RunnableConfig], object], config: RunnableConfig) -> object:
     try:
-        return func(*args)
+        return func(config)
     except Exception as exc:
         return exc
 
@@ -93,59 +96,69 @@ UpdateT = TypeVar("UpdateT", bound=Mapping[str, object])
 # by the loop's state (a TypedDict whose keys are all optional).
 LogicOf: TypeAlias = Generator[Request, Any, UpdateT]
 Logic: TypeAlias = LogicOf[Mapping[str, object]]
-# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``.
+# A step's logic: ``logic(state, step)``, the run's settings resolved in ``step.run``. The
+# state is the loop's own TypedDict (a parameter type, so no one TypedDict fits every loop).
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
 NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
+# What a node returns to LangGraph: its update, or its update and commands.
+Written = Mapping[str, object] | list[Mapping[str, object] | Command[object]]
+
+
+class _Driven:
+    """Node logic being driven: it is resumed with each request's result (or has the
+    request's exception thrown into it) until it returns its update."""
+
+    __slots__ = ("commands", "logic", "outcome", "update")
+
+    def __init__(self, logic: Logic, commands: list[Command[object]] | None) -> None:
+        self.logic = logic
+        self.commands = commands
+        self.outcome: tuple[object, Exception | None] = (None, None)
+        self.update: Mapping[str, object] = {}
+
+    def next(self) -> Request | None:
+        """The next request of the logic, given the last one's outcome (None: it returned,
+        its update is ``update``); the ``Command``s of the last result go to ``commands``."""
+        result, error = self.outcome
+        if self.commands is not None:
+            self.commands.extend(_commands_of(result))
+        try:
+            return self.logic.throw(error) if error is not None else self.logic.send(result)
+        except StopIteration as stop:
+            self.update = stop.value
+            return None
 
 
 def run_sync(
-    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+    logic: Logic, config: RunnableConfig, commands: list[Command[object]] | None = None
 ) -> Mapping[str, object]:
     """Drive node logic with blocking calls; the ``Command``s that middleware returned
     with model responses are added to ``commands``."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            request = logic.throw(error) if error is not None else logic.send(result)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            result, error = request.invoke(config), None
-        except Exception as exc:
-            result, error = None, exc
-        if commands is not None:
-            commands.extend(_commands_of(result))
+    driven = _Driven(logic, commands)
+    while (request := driven.next()) is not None:
+        driven.outcome = attempt(request.invoke, config)
+    return driven.update
 
 
 async def run_async(
-    logic: Logic, config: RunnableConfig, commands: list[Command[Any]] | None = None
+    logic: Logic, config: RunnableConfig, commands: list[Command[object]] | None = None
 ) -> Mapping[str, object]:
     """Drive node logic with awaited calls (see ``run_sync``)."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            request = logic.throw(error) if error is not None else logic.send(result)
-        except StopIteration as stop:
-            return stop.value
-        try:
-            result, error = await request.ainvoke(config), None
-        except Exception as exc:
-            result, error = None, exc
-        if commands is not None:
-            commands.extend(_commands_of(result))
+    driven = _Driven(logic, commands)
+    while (request := driven.next()) is not None:
+        driven.outcome = await attempt_async(request.ainvoke(config))
+    return driven.update
 
 
-def _commands_of(result: Any) -> Sequence[Command[Any]]:
+def _commands_of(result: object) -> Sequence[Command[object]]:
     """The commands a request's result carries (a model call's, or a batch's)."""
     if not isinstance(result, list):
         return getattr(result, "commands", None) or ()
     return [command for item in result for command in getattr(item, "commands", None) or ()]
 
 
-NextStep = Callable[[CommonState, Sequence[Any], LoopRuntime], Any]
+NextStep = Callable[[CommonState, Sequence[object], LoopRuntime], str | list[Send]]
 
 
 @contextlib.contextmanager
@@ -162,7 +175,7 @@ def config_set(config: RunnableConfig) -> Iterator[None]:
         var_child_runnable_config.reset(token)
 
 
-def takes_runtime(router: Callable[..., Any]) -> bool:
+def takes_runtime(router: Callable[..., object]) -> bool:
     """Whether a router takes the runtime after the state (``router(state, runtime)``):
     LangGraph passes it only to routers that ask for it. Read from the signature, so a
     bound method or a ``functools.partial`` counts only the parameters left to fill."""
@@ -170,7 +183,10 @@ def takes_runtime(router: Callable[..., Any]) -> bool:
 
 
 def node_callable(
-    sync: Callable[..., Any] | None, asynchronous: Callable[..., Any] | None, *, name: str
+    sync: Callable[..., object] | None,
+    asynchronous: Callable[..., Awaitable[object]] | None,
+    *,
+    name: str,
 ) -> Runnable[Any, Any]:
     """A graph node from a sync and (or) an async function taking the state and any of
     ``config``/``runtime`` by name, as LangGraph passes them. On Python 3.10 the async
@@ -182,14 +198,14 @@ def node_callable(
     assert target is not None
     wanted = set(inspect.signature(target).parameters)
 
-    def passed(config: RunnableConfig, runtime: LoopRuntime) -> dict[str, Any]:
+    def passed(config: RunnableConfig, runtime: LoopRuntime) -> dict[str, object]:
         return {k: v for k, v in (("config", config), ("runtime", runtime)) if k in wanted}
 
-    def plain(state: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
+    def plain(state: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
         assert sync is not None
         return sync(state, **passed(config, runtime))
 
-    async def in_config(state: Any, config: RunnableConfig, runtime: LoopRuntime) -> Any:
+    async def in_config(state: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
         with config_set(config):
             if asynchronous is not None:
                 return await asynchronous(state, **passed(config, runtime))
@@ -228,22 +244,28 @@ def as_node(
     """
     run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
 
-    def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Any:
-        commands: list[Command[Any]] = []
+    def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Written:
+        commands: list[Command[object]] = []
         update = run_sync(run(state, config, runtime), config, commands)
         return written(state, update, commands, runtime)
 
-    async def async_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Any:
+    async def async_node(
+        state: CommonState, config: RunnableConfig, runtime: LoopRuntime
+    ) -> Written:
         await load_context(runtime)
-        commands: list[Command[Any]] = []
+        commands: list[Command[object]] = []
         with config_set(config):
             update = await run_async(run(state, config, runtime), config, commands)
         return written(state, update, commands, runtime)
 
     def written(
-        state: CommonState, update: Any, commands: list[Command[Any]], runtime: LoopRuntime
-    ) -> Any:
-        update = add_totals(state, update) if totals else update
+        state: CommonState,
+        update: Mapping[str, object],
+        commands: list[Command[object]],
+        runtime: LoopRuntime,
+    ) -> Written:
+        if totals:  # node logic returns a dict (a TypedDict is one), which this adds to
+            update = add_totals(state, cast(dict[str, object], update))
         if isinstance(update, dict) and not settings.step_run:
             update = settle_answer(state, update)
         if next_step is not None:

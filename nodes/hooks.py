@@ -29,10 +29,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
@@ -40,10 +40,13 @@ from langgraph.types import Send
 from loopgraphs.internals import Channels, declared_jumps, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
-from loopgraphs.nodes.middleware import Middlewares, defines
+from loopgraphs.nodes.middleware import Middleware, Middlewares, defines
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.state import (
+    CommonState,
+    CompiledLoop,
     LoopBuilder,
+    LoopRuntime,
     empty_usage,
     scratch_of,
     starts_run,
@@ -54,7 +57,7 @@ FINISH = "finish"
 STOPPED = "stopped"
 
 
-def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
+def can_jump_to(middleware: Middleware, hook: str) -> list[str]:
     """Where a middleware's hook may jump, as its method declares (sync method first)."""
     for name in (hook, f"a{hook}"):
         method = getattr(type(middleware), name, None)
@@ -66,7 +69,7 @@ def can_jump_to(middleware: AgentMiddleware[Any, Any], hook: str) -> list[str]:
 
 
 def _hook_node(
-    middleware: AgentMiddleware[Any, Any],
+    middleware: Middleware,
     hook: str,
     *,
     settles: Channels | None = None,
@@ -84,11 +87,18 @@ def _hook_node(
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
 
 
+# A hook's update is what ``AgentMiddleware`` declares: values of the state's keys, of any
+# schema (the caller's, the middleware's), or None.
+HookUpdate = dict[str, Any] | None
 # Routers and hook steps take the whole state as a Mapping: LangGraph reads a router's
 # first parameter type as the schema of the state it passes, so a TypedDict there would
 # hide the caller's and the middleware's keys from the routers and hooks they wrap.
-Hook = Callable[[Any, Any], Any]
-AsyncHook = Callable[[Any, Any], Awaitable[Any]]
+Hook = Callable[[Mapping[str, object], LoopRuntime], HookUpdate]
+AsyncHook = Callable[[Mapping[str, object], LoopRuntime], Awaitable[HookUpdate]]
+# A router's answer: the next node, a ``Send`` to one, or several of them.
+Route = str | Send | list[str | Send]
+# A router of the state returning ``Send``s to a model step (see ``add_model_step``).
+FanOut = Callable[..., list[Send]]
 
 
 def _settling(
@@ -96,11 +106,11 @@ def _settling(
 ) -> tuple[Hook | None, AsyncHook | None]:
     """A hook's sync and async methods, each followed by ``_settled``."""
 
-    def settled_sync(state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    def settled_sync(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
         assert sync is not None
         return _settled(channels, state, sync(state, runtime))
 
-    async def settled_async(state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
+    async def settled_async(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
         assert asynchronous is not None
         return _settled(channels, state, await asynchronous(state, runtime))
 
@@ -115,11 +125,11 @@ def _noting_close(
 ) -> tuple[Hook | None, AsyncHook | None]:
     """A hook's sync and async methods, each followed by ``_closed``."""
 
-    def noted_sync(state: Mapping[str, Any], runtime: Any) -> Any:
+    def noted_sync(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
         assert sync is not None
         return _closed(sync(state, runtime))
 
-    async def noted_async(state: Mapping[str, Any], runtime: Any) -> Any:
+    async def noted_async(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
         assert asynchronous is not None
         return _closed(await asynchronous(state, runtime))
 
@@ -129,7 +139,7 @@ def _noting_close(
     )
 
 
-def _closed(update: Any) -> Any:
+def _closed(update: HookUpdate) -> HookUpdate:
     """An ``after_model`` hook's update, noting in the run's ``scratch`` that the hook
     ends the run with a closing message of its own (a tool-call limit's): that message
     is not the model's answer, and the run did not finish (see ``_finish_node``)."""
@@ -141,7 +151,7 @@ def _closed(update: Any) -> Any:
     return {**update, "scratch": {**(update.get("scratch") or {}), "hook_ended": True}}
 
 
-def _settled(channels: Channels, state: Mapping[str, Any], update: Any) -> dict[str, Any]:
+def _settled(channels: Channels, state: Mapping[str, object], update: HookUpdate) -> dict[str, Any]:
     """A hook's update, with the run's answer read again from the last message when the
     run has finished (the hook may have rewritten the reply: a PII redaction, say)."""
     update = dict(update or {})
@@ -167,7 +177,7 @@ class Wiring:
     loop: str
     tools_node: str | None = None
     agent_hooks: bool = True
-    resets: Mapping[str, Any] = field(default_factory=dict)
+    resets: Mapping[str, object] = field(default_factory=dict)
     main_step: str | None = None
     entries: dict[str, str] = field(default_factory=dict)
     exits: dict[str, str] = field(default_factory=dict)
@@ -175,7 +185,7 @@ class Wiring:
     start: str = START
     end: str = END
 
-    def entry(self, node: Any) -> Any:
+    def entry(self, node: str) -> str:
         """The node an edge to ``node`` enters."""
         if node == END:
             return self.end
@@ -185,7 +195,7 @@ class Wiring:
         """The node a step's own edges leave from."""
         return self.exits.get(node, node)
 
-    def exit_hook(self, step: str) -> tuple[AgentMiddleware[Any, Any], list[str]] | None:
+    def exit_hook(self, step: str) -> tuple[Middleware, list[str]] | None:
         """The middleware whose ``after_model`` node a step's edges leave from, and where
         that hook may jump (None when the step has no such node or it cannot jump)."""
         if step not in self.exits:
@@ -208,7 +218,15 @@ class Wiring:
         wanted = state.get("jump_to")
         return self.jump_targets(step).get(wanted) if wanted else None
 
-    def route_to(self, target: Any) -> Any:
+    @overload
+    def route_to(self, target: str) -> str: ...
+    @overload
+    def route_to(self, target: Send) -> Send: ...
+    @overload
+    def route_to(self, target: list[Send]) -> list[Send]: ...
+    @overload
+    def route_to(self, target: Route) -> Route: ...
+    def route_to(self, target: Route | list[Send]) -> Route | list[Send]:
         """A router's answer, with step names turned into their entries."""
         if isinstance(target, Send):
             return Send(self.entry(target.node), target.arg)
@@ -223,7 +241,7 @@ class LoopGraph(LoopBuilder):
     ``StateGraph``."""
 
     wiring: Wiring
-    _deferred: list[Callable[[], Any]]
+    _deferred: list[Callable[[], object]]
 
     def use(self, wiring: Wiring) -> None:
         """Set the wiring up: the agent hooks at ``START`` and ``END``."""
@@ -247,7 +265,7 @@ class LoopGraph(LoopBuilder):
             StateGraph.add_edge(self, STOPPED, wiring.end)
 
     def add_model_step(
-        self, step: str, *, settles_answer: bool = False, fan_out: Any = None
+        self, step: str, *, settles_answer: bool = False, fan_out: FanOut | None = None
     ) -> None:
         """Put the ``before_model`` and ``after_model`` hooks around a model step. With
         ``settles_answer`` the step's answer is read again from the last message after the
@@ -312,13 +330,13 @@ class LoopGraph(LoopBuilder):
 
     def _hook_edge(
         self,
-        middleware: AgentMiddleware[Any, Any],
+        middleware: Middleware,
         hook: str,
         source: str,
         default: str,
         *,
         step: str | None = None,
-        fan_out: Any = None,
+        fan_out: FanOut | None = None,
     ) -> None:
         """The edge out of a hook node: to ``default`` (through the ``fan_out`` router when
         given), or where ``jump_to`` says."""
@@ -344,7 +362,7 @@ class LoopGraph(LoopBuilder):
             "end": STOPPED if hook == "before_model" else FINISH,
         }
 
-        def jump(state: Mapping[str, Any]) -> Any:
+        def jump(state: Mapping[str, Any]) -> str | list[Send]:
             wanted = state.get("jump_to")
             if wanted in jumps and wanted in targets:
                 return targets[wanted]
@@ -354,7 +372,7 @@ class LoopGraph(LoopBuilder):
         path = untraced_callable(jump, None, name=f"{source}.jump")  # pragma: no mutate
         StateGraph.add_conditional_edges(self, source, path, list(dict.fromkeys(destinations)))
 
-    def compile(self, *args: Any, **kwargs: Any) -> Any:
+    def compile(self, *args: Any, **kwargs: Any) -> CompiledLoop:
         """Compile the graph, after adding the edges that lead to steps added later than
         them (see ``_later``)."""
         pending = getattr(self, "_deferred", [])
@@ -362,7 +380,7 @@ class LoopGraph(LoopBuilder):
             pending.pop(0)()
         return super().compile(*args, **kwargs)
 
-    def _later(self, targets: Any, add: Callable[[], Any]) -> bool:
+    def _later(self, targets: str | list[str], add: Callable[[], object]) -> bool:
         """Whether an edge to ``targets`` waits for compile time, and if so keep ``add``
         for then: an edge to a step not added yet would enter the step itself, before its
         ``before_model`` hook nodes exist, so a router naming it would find no branch."""
@@ -414,17 +432,17 @@ class LoopGraph(LoopBuilder):
         )
 
 
-def _mapped_router(router: Any, wiring: Wiring) -> Any:
+def _mapped_router(router: Callable[..., Route], wiring: Wiring) -> Callable[..., Route]:
     """A plain router function whose answers lead through the hook nodes (its parameters
     kept, as LangGraph passes the runtime by name)."""
     if takes_runtime(router):
 
-        def with_runtime(state: Any, runtime: Any) -> Any:
+        def with_runtime(state: Mapping[str, Any], runtime: LoopRuntime) -> Route:
             return wiring.route_to(router(state, runtime))
 
         return with_runtime
 
-    def without_runtime(state: Any) -> Any:
+    def without_runtime(state: Mapping[str, Any]) -> Route:
         return wiring.route_to(router(state))
 
     return without_runtime
@@ -433,7 +451,7 @@ def _mapped_router(router: Any, wiring: Wiring) -> Any:
 _HOOK_NAMES = ("before_agent", "before_model", "after_model", "after_agent")
 
 
-def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnable[Any, Any]:
+def _finish_node(resets: Mapping[str, object], *, stopped: bool = False) -> Runnable[Any, Any]:
     """The node a jump to ``"end"`` goes to: the run ends with the transcript's last
     answer (``completed`` when the last message is an answer, else ``max_iterations``).
     With ``stopped`` (a ``before_model`` hook's jump: the model was not let answer), and
@@ -442,7 +460,7 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
     message. A jump before the run's first step also resets the run's counters
     (``resets``)."""
 
-    def finish(state: Mapping[str, Any]) -> dict[str, Any]:
+    def finish(state: CommonState) -> dict[str, Any]:
         new_run = starts_run(state)
         if not new_run and state.get("status") != "running":
             return {}  # the run had already ended
@@ -472,7 +490,7 @@ def _finish_node(resets: Mapping[str, Any], *, stopped: bool = False) -> Runnabl
     return untraced_callable(finish, None, name=STOPPED if stopped else FINISH)
 
 
-def _before_closing(messages: list[Any], closing: AIMessage | None) -> list[Any]:
+def _before_closing(messages: list[AnyMessage], closing: AIMessage | None) -> list[AnyMessage]:
     """The run's own messages (after the conversation's last human message) without the
     hook's ``closing`` message and its copies (a step inside the loop may have ended on
     it already)."""

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, TypeAlias
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     ExtendedModelResponse,
-    ModelRequest,
     ModelResponse,
 )
 from langchain_core.messages import AIMessage, ToolMessage
@@ -36,7 +35,10 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from loopgraphs.nodes.model_call import AsyncModelHandler, ModelChain, ModelHandler
+from loopgraphs.nodes.model_send import LoopRequest
 
+# A caller's middleware: its state and context schemas are the caller's, so they stay open.
+Middleware: TypeAlias = AgentMiddleware[Any, Any]
 HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 ToolResult = ToolMessage | Command[Any]
 ToolHandler = Callable[[ToolCallRequest], ToolResult]
@@ -45,7 +47,7 @@ ToolWrapper = Callable[[ToolCallRequest, ToolHandler], ToolResult]
 AsyncToolWrapper = Callable[[ToolCallRequest, AsyncToolHandler], Awaitable[ToolResult]]
 
 
-def overrides(middleware: AgentMiddleware[Any, Any], name: str) -> bool:
+def overrides(middleware: Middleware, name: str) -> bool:
     """Whether a middleware defines ``name`` or its async twin itself (create_agent's
     test: a method that differs from ``AgentMiddleware``'s)."""
     cls = type(middleware)
@@ -55,7 +57,7 @@ def overrides(middleware: AgentMiddleware[Any, Any], name: str) -> bool:
     )
 
 
-def defines(middleware: AgentMiddleware[Any, Any], method: str) -> bool:
+def defines(middleware: Middleware, method: str) -> bool:
     """Whether a middleware's class defines ``method`` itself (not ``AgentMiddleware``'s)."""
     return getattr(type(middleware), method, None) is not getattr(AgentMiddleware, method, None)
 
@@ -64,7 +66,7 @@ class UnsupportedPath(NotImplementedError):
     """A middleware lacks the sync (or async) variant of a wrapper the run needs."""
 
 
-def _refusal(missing: Sequence[AgentMiddleware[Any, Any]], method: str, how: str) -> Any:
+def _refusal(missing: Sequence[Middleware], method: str, how: str) -> Callable[..., NoReturn]:
     names = ", ".join(m.name for m in missing)
     other = method[1:] if method.startswith("a") else f"a{method}"
     message = (
@@ -72,13 +74,13 @@ def _refusal(missing: Sequence[AgentMiddleware[Any, Any]], method: str, how: str
         f"{method} too, or run the graph with {'ainvoke()' if how == 'sync' else 'invoke()'}"
     )
 
-    def refuse(*args: Any) -> Any:
+    def refuse(*args: object) -> NoReturn:
         raise UnsupportedPath(message)
 
     return refuse
 
 
-def check_middleware(value: Any, loop: str) -> tuple[AgentMiddleware[Any, Any], ...]:
+def check_middleware(value: object, loop: str) -> tuple[Middleware, ...]:
     """Validate the ``middleware=`` option of a factory.
 
     Raises:
@@ -118,7 +120,7 @@ def check_middleware(value: Any, loop: str) -> tuple[AgentMiddleware[Any, Any], 
 class Middlewares:
     """A loop's middleware, sorted by what each overrides, with its wrappers composed."""
 
-    items: tuple[AgentMiddleware[Any, Any], ...] = ()
+    items: tuple[Middleware, ...] = ()
     model_chain: ModelChain | None = field(init=False)
     tool_wrapper: ToolWrapper | None = field(init=False)
     async_tool_wrapper: AsyncToolWrapper | None = field(init=False)
@@ -155,7 +157,7 @@ class Middlewares:
         object.__setattr__(self, "tool_wrapper", sync_tools)
         object.__setattr__(self, "async_tool_wrapper", async_tools)
 
-    def with_hook(self, hook: str) -> list[AgentMiddleware[Any, Any]]:
+    def with_hook(self, hook: str) -> list[Middleware]:
         """The middleware that define ``hook`` (``before_model``, ...), in list order."""
         return [m for m in self.items if overrides(m, hook)]
 
@@ -170,7 +172,9 @@ class Middlewares:
         return [m.state_schema for m in self.items]
 
 
-def _response(result: Any) -> tuple[ModelResponse, Command[Any] | None]:
+def _response(
+    result: ModelResponse | AIMessage | ExtendedModelResponse,
+) -> tuple[ModelResponse, Command[object] | None]:
     """A wrapper's result as a response and the command it carries, if any."""
     if isinstance(result, ExtendedModelResponse):
         return result.model_response, result.command
@@ -179,22 +183,22 @@ def _response(result: Any) -> tuple[ModelResponse, Command[Any] | None]:
     return result, None
 
 
-def _model_chain(wrapping: Sequence[AgentMiddleware[Any, Any]]) -> ModelChain:
+def _model_chain(wrapping: Sequence[Middleware]) -> ModelChain:
     """Compose ``wrap_model_call`` (and ``awrap_model_call``) of ``wrapping``, the first
     outermost. Commands are collected inner first; a retried inner call's commands are
     replaced by those of its last attempt."""
 
     def sync(
-        request: ModelRequest[Any], handler: ModelHandler
-    ) -> tuple[ModelResponse, list[Command[Any]]]:
-        commands: list[Command[Any]] = []
+        request: LoopRequest, handler: ModelHandler
+    ) -> tuple[ModelResponse, list[Command[object]]]:
+        commands: list[Command[object]] = []
 
-        def layer(index: int, request: ModelRequest[Any]) -> ModelResponse:
+        def layer(index: int, request: LoopRequest) -> ModelResponse:
             if index == len(wrapping):
                 return handler(request)
             mark = len(commands)
 
-            def inner(request: ModelRequest[Any]) -> ModelResponse:
+            def inner(request: LoopRequest) -> ModelResponse:
                 del commands[mark:]
                 return layer(index + 1, request)
 
@@ -206,16 +210,16 @@ def _model_chain(wrapping: Sequence[AgentMiddleware[Any, Any]]) -> ModelChain:
         return layer(0, request), commands
 
     async def run_async(
-        request: ModelRequest[Any], handler: AsyncModelHandler
-    ) -> tuple[ModelResponse, list[Command[Any]]]:
-        commands: list[Command[Any]] = []
+        request: LoopRequest, handler: AsyncModelHandler
+    ) -> tuple[ModelResponse, list[Command[object]]]:
+        commands: list[Command[object]] = []
 
-        async def layer(index: int, request: ModelRequest[Any]) -> ModelResponse:
+        async def layer(index: int, request: LoopRequest) -> ModelResponse:
             if index == len(wrapping):
                 return await handler(request)
             mark = len(commands)
 
-            async def inner(request: ModelRequest[Any]) -> ModelResponse:
+            async def inner(request: LoopRequest) -> ModelResponse:
                 del commands[mark:]
                 return await layer(index + 1, request)
 

@@ -19,18 +19,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import TracebackType
+from typing import Any, TypeVar
 
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.structured_output import ResponseFormat
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
-from loopgraphs.nodes.model_send import PLAIN, RequestForm, prepare
+from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.state import LoopRuntime, Usage, add_usage, empty_usage, usage_of
 
@@ -39,7 +42,8 @@ PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
 
 @dataclass
 class Spent:
-    """Requests sent by one ``ModelCall`` and the tokens they used."""
+    """Requests sent by one ``ModelCall`` and the tokens they used. As a context it marks
+    an exception escaping it with the requests sent (``mark_sent``)."""
 
     calls: int = 0
     usage: Usage = field(default_factory=empty_usage)
@@ -47,6 +51,52 @@ class Spent:
     def add(self, reply: AIMessage) -> None:
         self.calls += 1
         self.usage = add_usage(self.usage, usage_of(reply))
+
+    def response(
+        self, read: Reader, output: object, error: Exception | None, name: str | None
+    ) -> ModelResponse:
+        """The response read from one request's ``output`` (or its ``error``: see
+        ``_truncated_reply``), the request counted."""
+        if error is not None:
+            output = _truncated_reply(error, self)
+        else:
+            _count(self, output)
+        return named(read(output), name)
+
+    def outcome(self, response: ModelResponse, commands: Sequence[Command[object]] = ()) -> Outcome:
+        """The ``Outcome`` of the call: its response, what was spent, and the commands."""
+        return Outcome(response, self.calls, self.usage, tuple(commands))
+
+    def __enter__(self) -> Spent:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if isinstance(error, Exception):
+            mark_sent(error, self.calls)
+
+
+ArgT = TypeVar("ArgT")
+
+
+def attempt(func: Callable[[ArgT], object], arg: ArgT) -> tuple[object, Exception | None]:
+    """``func(arg)`` and None, or None and the exception it raised."""
+    try:
+        return func(arg), None
+    except Exception as exc:
+        return None, exc
+
+
+async def attempt_async(pending: Awaitable[object]) -> tuple[object, Exception | None]:
+    """What ``pending`` gives and None, or None and the exception it raised."""
+    try:
+        return await pending, None
+    except Exception as exc:
+        return None, exc
 
 
 @dataclass(frozen=True)
@@ -57,7 +107,7 @@ class Outcome:
     response: ModelResponse
     calls: int = 1
     usage: Usage = field(default_factory=empty_usage)
-    commands: tuple[Command[Any], ...] = ()
+    commands: tuple[Command[object], ...] = ()
 
     @property
     def reply(self) -> AIMessage:
@@ -82,7 +132,7 @@ def spent_on(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return {"llm_calls": sum(outcome.calls for outcome in outcomes), "usage": usage}
 
 
-def as_outcome(result: Any) -> Outcome:
+def as_outcome(result: object) -> Outcome:
     """An ``Outcome`` from what a model call returned (an ``AIMessage`` fed by hand, as in
     tests, counts as one request)."""
     if isinstance(result, Outcome):
@@ -91,10 +141,8 @@ def as_outcome(result: Any) -> Outcome:
     return Outcome(ModelResponse(result=[reply]), 1, usage_of(reply))
 
 
-ModelHandler = Callable[[ModelRequest[Any]], ModelResponse]
-AsyncModelHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse]]
-Chain = Callable[[ModelRequest[Any], ModelHandler], Any]
-AsyncChain = Callable[[ModelRequest[Any], AsyncModelHandler], Awaitable[Any]]
+ModelHandler = Callable[[LoopRequest], ModelResponse]
+AsyncModelHandler = Callable[[LoopRequest], Awaitable[ModelResponse]]
 
 
 @dataclass(frozen=True)
@@ -103,10 +151,9 @@ class ModelChain:
     wrapper (see ``loopgraphs.nodes.middleware``); each returns the response and the
     commands the layers added."""
 
-    sync: Callable[[ModelRequest[Any], ModelHandler], tuple[ModelResponse, list[Command[Any]]]]
+    sync: Callable[[LoopRequest, ModelHandler], tuple[ModelResponse, list[Command[object]]]]
     run_async: Callable[
-        [ModelRequest[Any], AsyncModelHandler],
-        Awaitable[tuple[ModelResponse, list[Command[Any]]]],
+        [LoopRequest, AsyncModelHandler], Awaitable[tuple[ModelResponse, list[Command[object]]]]
     ]
 
 
@@ -114,7 +161,7 @@ class ModelChain:
 class ModelCall:
     """One model request of a loop, sent through the run's middleware chain."""
 
-    request: ModelRequest[Any]
+    request: LoopRequest
     form: RequestForm = PLAIN
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
@@ -123,47 +170,28 @@ class ModelCall:
     def invoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
 
-        def handler(request: ModelRequest[Any]) -> ModelResponse:
+        def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            try:
-                output = runnable.invoke(prompt)
-            except Exception as exc:
-                output = _truncated_reply(exc, spent)
-            else:
-                _count(spent, output)
-            return named(read(output), self.name)
+            return spent.response(read, *attempt(runnable.invoke, prompt), self.name)
 
-        try:
+        with spent:
             if self.chain is None:
-                return Outcome(handler(self.request), spent.calls, spent.usage)
-            response, commands = self.chain.sync(self.request, handler)
-        except Exception as exc:
-            mark_sent(exc, spent.calls)
-            raise
-        return Outcome(response, spent.calls, spent.usage, tuple(commands))
+                return spent.outcome(handler(self.request))
+            return spent.outcome(*self.chain.sync(self.request, handler))
 
     async def ainvoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
         passed = config if PASS_ASYNC_CONFIG else None
 
-        async def handler(request: ModelRequest[Any]) -> ModelResponse:
+        async def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            try:
-                output = await runnable.ainvoke(prompt, passed)
-            except Exception as exc:
-                output = _truncated_reply(exc, spent)
-            else:
-                _count(spent, output)
-            return named(read(output), self.name)
+            output, error = await attempt_async(runnable.ainvoke(prompt, passed))
+            return spent.response(read, output, error, self.name)
 
-        try:
+        with spent:
             if self.chain is None:
-                return Outcome(await handler(self.request), spent.calls, spent.usage)
-            response, commands = await self.chain.run_async(self.request, handler)
-        except Exception as exc:
-            mark_sent(exc, spent.calls)
-            raise
-        return Outcome(response, spent.calls, spent.usage, tuple(commands))
+                return spent.outcome(await handler(self.request))
+            return spent.outcome(*await self.chain.run_async(self.request, handler))
 
 
 def named(response: ModelResponse, name: str | None) -> ModelResponse:
@@ -177,7 +205,7 @@ def named(response: ModelResponse, name: str | None) -> ModelResponse:
     return response
 
 
-def _count(spent: Spent, output: Any) -> None:
+def _count(spent: Spent, output: object) -> None:
     raw = output.get("raw") if isinstance(output, dict) else output
     spent.add(raw if isinstance(raw, AIMessage) else AIMessage(content=""))
 
@@ -224,7 +252,7 @@ class ModelCaller:
 
     model: BaseChatModel
     system: SystemMessage | None = None
-    state: Mapping[str, Any] = field(default_factory=dict)
+    state: Mapping[str, object] = field(default_factory=dict)
     runtime: LoopRuntime | None = None
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
@@ -235,11 +263,11 @@ class ModelCaller:
         messages: Sequence[BaseMessage],
         form: RequestForm = PLAIN,
         *,
-        tools: Sequence[Any] = (),
-        tool_choice: Any = None,
-        response_format: Any = None,
+        tools: Sequence[BaseTool | dict[str, Any]] = (),
+        tool_choice: str | None = None,
+        response_format: ResponseFormat[Any] | None = None,
         with_system: bool = True,
-        model_settings: Mapping[str, Any] | None = None,
+        model_settings: Mapping[str, object] | None = None,
     ) -> ModelCall:
         """A call of the model with ``messages``, sent the way ``form`` says.
 
@@ -255,7 +283,7 @@ class ModelCaller:
             model_settings: Keyword arguments bound to the model for this call (for
                 example ``max_tokens``).
         """
-        request: ModelRequest[Any] = ModelRequest(
+        request: LoopRequest = ModelRequest(
             model=self.model,
             messages=list(messages),  # type: ignore[arg-type]
             system_message=self.system if with_system else None,
@@ -275,7 +303,7 @@ def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:
     return model if isinstance(model, ModelCaller) else ModelCaller(model)
 
 
-def call_model(call: ModelCall) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
+def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage, dict[str, Any]]]:
     """Send one model call; return its reply and the ``llm_calls``/``usage`` update."""
     outcome = as_outcome((yield call))
     return outcome.reply, outcome.update

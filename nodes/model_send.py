@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
@@ -38,6 +40,12 @@ ToolsForm = Literal["bind", "schema", "prompt"]
 Render = Callable[[Sequence[AnyMessage], ToolRegistry], list[BaseMessage]]
 Instructions = str | Callable[[ToolRegistry], str]
 Schema = Callable[[ToolRegistry, str | None], dict[str, Any]]
+# A loop's model request: its runtime's context is ``LoopContext`` or the caller's
+# ``context_schema`` (see ``loopgraphs.state.LoopRuntime``), so its type stays open.
+LoopRequest: TypeAlias = ModelRequest[Any]
+# What the handler calls: the chat model, bound or structured (its output is read by
+# the ``Reader`` that comes with it).
+Sender: TypeAlias = Runnable[LanguageModelInput, object]
 
 
 @dataclass(frozen=True)
@@ -69,12 +77,12 @@ class RequestForm:
 PLAIN = RequestForm()
 
 
-Reader = Callable[[Any], ModelResponse]
+Reader = Callable[[object], ModelResponse]
 
 
 def prepare(
-    request: ModelRequest[Any], form: RequestForm, known: frozenset[str] | None = None
-) -> tuple[Runnable[Any, Any], list[Any], Reader]:
+    request: LoopRequest, form: RequestForm, known: frozenset[str] | None = None
+) -> tuple[Sender, list[BaseMessage], Reader]:
     """The runnable to call, its input and how to read its output, for one request.
 
     Raises:
@@ -110,7 +118,7 @@ def prepare(
         return structured, [*head, *request.messages], _read_provider_json
     if form.tools == "bind" or not registry:
         settings = request.model_settings
-        runnable: Runnable[Any, Any] = model.bind(**settings) if settings else model
+        runnable: Sender = model.bind(**settings) if settings else model
         if request.tools:
             runnable = bound_model(model, request.tools, request.tool_choice, settings)
         return runnable, [*head, *as_written(request.messages)], _read_reply
@@ -171,7 +179,7 @@ def _system(text: str) -> SystemMessage:
     return found
 
 
-def _required(choice: Any) -> str | None:
+def _required(choice: object) -> str | None:
     """A request's ``tool_choice`` as the json action schema reads it: None (the model may
     answer), ``"required"``, ``"none"`` (answer only) or a tool name."""
     if choice in (None, "auto"):
@@ -193,12 +201,12 @@ def schema_tool(schema: Any) -> tuple[Any, str]:
     return schema, str(getattr(schema, "__name__", "response"))
 
 
-def _read_reply(output: Any) -> ModelResponse:
+def _read_reply(output: object) -> ModelResponse:
     reply = output if isinstance(output, AIMessage) else AIMessage(content=content_text(output))
     return ModelResponse(result=[reply])
 
 
-def _read_tool_schema(output: Any) -> ModelResponse:
+def _read_tool_schema(output: object) -> ModelResponse:
     reply = output if isinstance(output, AIMessage) else AIMessage(content=content_text(output))
     data = (
         reply.tool_calls[0]["args"]
@@ -208,7 +216,7 @@ def _read_tool_schema(output: Any) -> ModelResponse:
     return ModelResponse(result=[reply], structured_response=data)
 
 
-def _read_provider_json(output: Any) -> ModelResponse:
+def _read_provider_json(output: object) -> ModelResponse:
     raw = output.get("raw") if isinstance(output, dict) else output
     parsed = output.get("parsed") if isinstance(output, dict) else None
     reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
@@ -217,7 +225,7 @@ def _read_provider_json(output: Any) -> ModelResponse:
     return ModelResponse(result=[reply], structured_response=parsed)
 
 
-def _read_action_json(output: Any) -> ModelResponse:
+def _read_action_json(output: object) -> ModelResponse:
     """A json-mode action: the raw reply, with the parsed action as its text when the
     provider returned only the parsed object."""
     raw = output.get("raw") if isinstance(output, dict) else output
@@ -229,10 +237,10 @@ def _read_action_json(output: Any) -> ModelResponse:
     return ModelResponse(result=[reply])
 
 
-_registries: dict[tuple[int, ...], tuple[list[Any], ToolRegistry]] = {}
+_registries: dict[tuple[int, ...], tuple[list[object], ToolRegistry]] = {}
 
 
-def registry_of(tools: Sequence[Any]) -> ToolRegistry:
+def registry_of(tools: Sequence[BaseTool]) -> ToolRegistry:
     """The registry of a request's tools, made once per set of tool objects (keyed by
     their ids: an entry holds its tools, so no other object takes their ids while it is
     kept)."""
@@ -245,12 +253,15 @@ def registry_of(tools: Sequence[Any]) -> ToolRegistry:
     return cached[1]
 
 
-_bound: dict[tuple[Any, ...], tuple[Any, list[Any], Any]] = {}
+_bound: dict[tuple[int, tuple[int, ...], str, str], tuple[object, list[object], Sender]] = {}
 
 
 def bound_model(
-    model: Any, tools: Sequence[Any], choice: Any = None, settings: dict[str, Any] | None = None
-) -> Any:
+    model: BaseChatModel,
+    tools: Sequence[BaseTool | dict[str, Any]],
+    choice: Any = None,
+    settings: dict[str, Any] | None = None,
+) -> Sender:
     """``model.bind_tools(tools, tool_choice=choice, **settings)``, made once per model,
     set of tool objects and choice (the entry holds them, so their ids stay theirs)."""
     key = (id(model), tuple(map(id, tools)), repr(choice), repr(settings) if settings else "")

@@ -25,6 +25,7 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import JsonDict
@@ -71,7 +72,7 @@ def available_levels(model: BaseChatModel) -> list[Level]:
     return levels
 
 
-def _validate(schema: Any, data: Any) -> Any:
+def _validate(schema: Any, data: object) -> object:
     """``data`` checked against ``schema``: a pydantic instance, a dict (TypedDict or
     JSON schema), or None when it does not fit."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -95,7 +96,7 @@ def _validate(schema: Any, data: Any) -> Any:
         return None
 
 
-def schema_name(schema: Any) -> str:
+def schema_name(schema: object) -> str:
     """The name a schema goes by in tool calls and prompts."""
     if isinstance(schema, dict):
         return str(schema.get("title") or schema.get("name") or "response")
@@ -118,12 +119,12 @@ def structured_call(
     schema: Any,
     *,
     instructions: Instructions = "",
-    tools: Sequence[Any] = (),
+    tools: Sequence[BaseTool | dict[str, Any]] = (),
     with_system: bool = False,
     levels: list[Level] | None = None,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     max_calls: int = 5,
-) -> Generator[ModelCall, Any, StructuredResult]:
+) -> Generator[ModelCall, object, StructuredResult]:
     """Ask the model for an object of ``schema``, degrading native → json → text.
 
     Each attempt is one ``ModelCall`` (through the run's middleware): the native level
@@ -232,7 +233,7 @@ def with_bounds(schema: type[ModelT], name: str, bounds: JsonDict) -> type[Model
     return made
 
 
-_strategies: dict[tuple[str, int], tuple[Any, Any]] = {}
+_strategies: dict[tuple[str, int], tuple[object, ToolStrategy[Any] | ProviderStrategy[Any]]] = {}
 
 
 def _strategy(level: Level, schema: Any) -> ToolStrategy[Any] | ProviderStrategy[Any] | None:
@@ -246,7 +247,7 @@ def _strategy(level: Level, schema: Any) -> ToolStrategy[Any] | ProviderStrategy
             _strategies.clear()
         made = ToolStrategy(schema) if level == "native" else ProviderStrategy(schema)
         cached = _strategies[key] = (schema, made)
-    return cached[1]  # type: ignore[no-any-return]
+    return cached[1]
 
 
 def _reply_text(reply: AIMessage) -> str:
@@ -255,5 +256,5 @@ def _reply_text(reply: AIMessage) -> str:
     return "\n".join([content_text(reply.content), *args])
 
 
-def _schema_text(schema: Any) -> str:
+def _schema_text(schema: object) -> str:
     return json.dumps(json_schema_of(schema), ensure_ascii=False)
