@@ -12,28 +12,33 @@ The module imports nothing from the rest of the package: ``loopgraphs.state`` us
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.channels import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.managed.base import is_managed_value
 from langgraph.runtime import Runtime
+from langgraph.typing import ContextT
 
 # The channels of a graph's state keys, by key: opaque outside this module.
-Channels = Mapping[str, Any]
+Channels = Mapping[str, BaseChannel]
+
+StateT = TypeVar("StateT")
+ResultT = TypeVar("ResultT")
 
 
 def untraced_callable(
-    sync: Callable[..., Any] | None,
-    asynchronous: Callable[..., Awaitable[Any]] | None = None,
+    sync: Callable[..., object] | None,
+    asynchronous: Callable[..., Awaitable[object]] | None = None,
     *,
     name: str,
-    subgraph: Runnable[Any, Any] | None = None,
+    subgraph: object = None,
 ) -> Runnable[Any, Any]:
     """A graph node (or router) with a sync and an async path, traced as one run.
 
@@ -63,8 +68,8 @@ def untraced_callable(
 
 
 def showing_subgraph(
-    node: Callable[[Any, Any, Any], Any], subgraph: Runnable[Any, Any]
-) -> Callable[[Any, Any, Any], Any]:
+    node: Callable[[StateT, RunnableConfig, Runtime[ContextT]], ResultT], subgraph: object
+) -> Callable[[StateT, RunnableConfig, Runtime[ContextT]], ResultT]:
     """A node's sync function ``node(state, config, runtime)`` that also names the compiled
     ``subgraph`` the node runs, so that LangGraph finds it.
 
@@ -77,7 +82,7 @@ def showing_subgraph(
     graphs.
     """
 
-    def shown(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
+    def shown(state: StateT, config: RunnableConfig, runtime: Runtime[ContextT]) -> ResultT:
         _ = subgraph  # the name LangGraph finds the subgraph by; not an assert (python -O)
         return node(state, config, runtime)
 
@@ -114,7 +119,9 @@ def takes_last_write(channels: Channels, key: str) -> bool:
     return spec is None or isinstance(spec, LastValue)
 
 
-def reduced(channels: Channels, key: str, state: Mapping[str, Any], writes: list[Any]) -> Any:
+def reduced(
+    channels: Channels, key: str, state: Mapping[str, object], writes: list[object]
+) -> object:
     """The value ``key`` takes when one step's ``writes`` to it are applied to ``state``,
     as LangGraph applies them (None when the channel is left empty).
 
@@ -131,7 +138,7 @@ def reduced(channels: Channels, key: str, state: Mapping[str, Any], writes: list
     return channel.get() if channel.is_available() else None
 
 
-def declared_jumps(method: Callable[..., Any]) -> list[str]:
+def declared_jumps(method: object) -> list[str]:
     """Where a middleware's hook method may jump, as ``can_jump_to`` declared it (with
     ``@hook_config`` or a hook decorator's argument); empty when it declared nothing.
 
@@ -158,7 +165,7 @@ def runs_in_thread_when_awaited(tool: BaseTool) -> bool:
     return default and getattr(tool, "coroutine", None) is None
 
 
-def omits_from(marker: Any, schema: str) -> bool:
+def omits_from(marker: object, schema: str) -> bool:
     """Whether a state field's ``Annotated`` marker leaves the field out of an agent's
     ``"input"`` or ``"output"`` schema (``OmitFromInput``, ``OmitFromOutput``,
     ``PrivateStateAttr``).
@@ -172,7 +179,7 @@ def omits_from(marker: Any, schema: str) -> bool:
     return isinstance(marker, OmitFromSchema) and bool(getattr(marker, schema))
 
 
-def is_managed(marker: Any) -> bool:
+def is_managed(marker: object) -> bool:
     """Whether a state field's ``Annotated`` marker makes it a managed value (LangGraph
     fills it in, as ``RemainingSteps``): no input or output schema may hold it.
 

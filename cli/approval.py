@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import StateSnapshot
 from rich.console import Console
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
 from loopgraphs.cli.errors import CliError
+from loopgraphs.state import CompiledLoop
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware.human_in_the_loop import ActionRequest, Decision
 
 
-def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def ask_decisions(console: Console, requests: Sequence[ActionRequest]) -> list[Decision]:
     """Ask the user to approve, edit or reject each pending tool call."""
-    decisions: list[dict[str, Any]] = []
+    decisions: list[Decision] = []
     for request in requests:
         console.print(
             Panel(
@@ -49,8 +54,9 @@ def ask_decisions(console: Console, requests: Sequence[dict[str, Any]]) -> list[
     return decisions
 
 
-def pending_interrupts(graph: Any, config: RunnableConfig) -> list[Any]:
-    """Interrupt payloads waiting on the thread."""
+def pending_interrupts(graph: CompiledLoop, config: RunnableConfig) -> list[Any]:
+    """Interrupt payloads waiting on the thread: any value a node or a tool passed to
+    ``interrupt()`` (the tool-call review's is a ``HITLRequest``)."""
     snapshot = graph.get_state(config, subgraphs=True)
     found: list[Any] = []
     stack = [snapshot]
@@ -58,6 +64,6 @@ def pending_interrupts(graph: Any, config: RunnableConfig) -> list[Any]:
         state = stack.pop()
         for task in state.tasks:
             found.extend(item.value for item in task.interrupts)
-            if task.state is not None and hasattr(task.state, "tasks"):
+            if isinstance(task.state, StateSnapshot):
                 stack.append(task.state)
     return found

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
+
+from langchain_core.language_models import BaseChatModel
 
 from loopgraphs.cli.errors import CliError
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS
@@ -15,18 +17,21 @@ DESCRIPTION = "The ``loopgraphs`` command: run, list, draw, demo and evaluate th
 DB_ENV = "LOOPGRAPHS_DB"
 TOOL_LOOPS = frozenset(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
 
+OptionValue: TypeAlias = bool | int | float | str
+"""A loop option's value as the command line gives it."""
+
 
 def default_db() -> Path:
     """Where the CLI keeps its SQLite checkpoints."""
     return Path(os.environ.get(DB_ENV) or Path.home() / ".loopgraphs" / "checkpoints.sqlite")
 
 
-def parse_option(text: str) -> tuple[str, Any]:
+def parse_option(text: str) -> tuple[str, OptionValue]:
     """Parse ``key=value`` into a typed loop option (int, float, bool, or string)."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise CliError(f"--option expects key=value, got {text!r}")
-    value: Any = raw
+    value: OptionValue = raw
     if raw.lower() in ("true", "false"):
         value = raw.lower() == "true"
     else:
@@ -135,7 +140,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=256, help="cap on tokens per model reply")
 
 
-def model_from(args: argparse.Namespace) -> Any:
+def model_from(args: argparse.Namespace) -> BaseChatModel:
     """Load the model named by the command-line flags."""
     try:
         return load_model(
@@ -145,7 +150,7 @@ def model_from(args: argparse.Namespace) -> Any:
         raise CliError(str(exc)) from exc
 
 
-def loop_options(args: argparse.Namespace) -> dict[str, Any]:
+def loop_options(args: argparse.Namespace) -> dict[str, OptionValue]:
     """Keyword options for the chosen loop from the flags."""
     options = dict(parse_option(item) for item in args.option)
     if args.loop in TOOL_LOOPS:

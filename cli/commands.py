@@ -8,7 +8,7 @@ import sqlite3
 import sys
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -24,6 +24,7 @@ from loopgraphs.cli.eval_command import command_eval
 from loopgraphs.cli.rendering import print_result, stream_run
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
 from loopgraphs.models import describe_model, fetch_default_gguf, find_default_gguf
+from loopgraphs.state import OutputState
 from loopgraphs.toolkits.registry import get_tools
 
 DEMO_QUESTIONS = (
@@ -60,7 +61,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
             console.print(
                 f"[bold]{args.loop}[/] on {escape(describe_model(model))} · thread {thread}"
             )
-        inputs: Any = {"messages": [("user", args.question)]} if args.question else None
+        inputs: object = {"messages": [("user", args.question)]} if args.question else None
         if inputs is None and not graph.get_state(config).next:
             raise CliError(f"nothing to resume on thread {thread!r}: give a question")
         while True:
@@ -76,7 +77,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
                 )
                 return 0
             inputs = Command(resume={"decisions": ask_decisions(console, requests)})
-        values = graph.get_state(config).values
+        values = cast(OutputState, graph.get_state(config).values)
     return print_result(values, console, as_json=args.json)
 
 

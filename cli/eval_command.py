@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
 from loopgraphs.cli.arguments import model_from
@@ -30,7 +30,7 @@ def command_eval(args: argparse.Namespace, console: Console) -> int:
     return run_cli_eval(args, model_from(args), console)
 
 
-def run_cli_eval(args: argparse.Namespace, model: Any, console: Console) -> int:
+def run_cli_eval(args: argparse.Namespace, model: BaseChatModel, console: Console) -> int:
     """Evaluate the loops on ``model`` in this process, print the table, write the files.
 
     Args:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import StreamMode
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.state import CompiledLoop, OutputState
 
 SHOWN_CHARS = 600
 TOKEN_TAIL = 90
@@ -25,7 +28,7 @@ class StepPrinter:
     def __init__(self, console: Console) -> None:
         self.console = console
 
-    def update(self, node: str, values: Any) -> None:
+    def update(self, node: str, values: object) -> None:
         """Print a node's update: its messages, and its plan, draft or reflections."""
         if not isinstance(values, dict):
             return
@@ -60,21 +63,22 @@ def _short(text: str) -> str:
 
 
 def stream_run(
-    graph: Any, inputs: Any, config: RunnableConfig, console: Console, *, live: bool
-) -> dict[str, Any]:
+    graph: CompiledLoop, inputs: object, config: RunnableConfig, console: Console, *, live: bool
+) -> OutputState:
     """Run the graph, printing each step and showing the model's tokens as they arrive.
 
     Returns:
         The last state of the top-level graph.
     """
     printer = StepPrinter(console)
-    values: dict[str, Any] = {}
+    values: OutputState = {}
     tokens = ""
-    modes = ["updates", "messages", "values"]
+    modes: list[StreamMode] = ["updates", "messages", "values"]
     with console.status("thinking…", spinner="dots") if live else nullcontext() as spinner:
-        for namespace, mode, chunk in graph.stream(
-            inputs, config, stream_mode=modes, subgraphs=True
-        ):
+        # With subgraphs and a list of modes, each part is (namespace, mode, chunk), and
+        # what the chunk holds depends on the mode.
+        parts = graph.stream(inputs, config, stream_mode=modes, subgraphs=True)
+        for namespace, mode, chunk in cast(Iterator[tuple[tuple[str, ...], str, Any]], parts):
             if mode == "values":
                 values = chunk if not namespace else values
             elif not live or spinner is None:
@@ -93,7 +97,7 @@ def stream_run(
     return values
 
 
-def print_result(values: dict[str, Any], console: Console, *, as_json: bool) -> int:
+def print_result(values: OutputState, console: Console, *, as_json: bool) -> int:
     """Print a finished run's answer and counters."""
     summary = {
         key: values.get(key)
@@ -105,7 +109,7 @@ def print_result(values: dict[str, Any], console: Console, *, as_json: bool) -> 
         console.print(
             Panel(Text(str(values.get("answer", ""))), title="answer", border_style="bold green")
         )
-        usage = values.get("usage") or {}
+        usage: Mapping[str, object] = values.get("usage") or {}
         console.print(
             f"status {values.get('status')} · {values.get('llm_calls', 0)} model calls · "
             f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens "

@@ -14,7 +14,12 @@ for the site the file is added at the root and the reference rewritten to match.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -22,7 +27,7 @@ NOT_PACKAGE = {"tests", "examples", "docs", "build"}  # folders at the root that
 SHARED = sorted(path for path in HERE.iterdir() if path.suffix in {".png", ".svg", ".jpg"})
 
 
-def on_config(config: Any) -> Any:
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """Link the package's modules and subpackages into build/docs/loopgraphs/."""
     package = ROOT / "build" / "docs" / "loopgraphs"
     package.mkdir(parents=True, exist_ok=True)
@@ -37,7 +42,7 @@ def on_config(config: Any) -> Any:
     return config
 
 
-def on_files(files: Any, config: Any) -> Any:
+def on_files(files: Files, config: MkDocsConfig) -> Files:
     from mkdocs.structure.files import File
 
     for path in SHARED:
@@ -45,7 +50,7 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     depth = page.file.src_uri.count("/")
     for path in SHARED:
         on_github = "../" * (depth + 1) + path.name

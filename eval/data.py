@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     DataSource: TypeAlias = (
-        str | os.PathLike[str] | Sequence[str] | Sequence[Mapping[str, Any]] | pd.DataFrame
+        str | os.PathLike[str] | Sequence[str] | Sequence[Mapping[str, object]] | pd.DataFrame
     )
 
 OWN_DATA = "data"
@@ -119,7 +119,7 @@ def _answers(value: object, where: str) -> list[str]:
     )
 
 
-def tasks_from_rows(rows: Iterable[Any], source: str = OWN_DATA) -> list[Task]:
+def tasks_from_rows(rows: Iterable[object], source: str = OWN_DATA) -> list[Task]:
     """One task per row of one's own data.
 
     Args:

@@ -14,8 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.messages import AnyMessage
 from rich import box
 from rich.table import Table
 
@@ -86,7 +88,8 @@ class RunResult:
             1.0 for a correct answer and 0.0 for another.
         thread_id: The run's thread id (in its config, so its traces carry it).
         metadata: The other keys of the task's row (own data).
-        messages: The run's messages, its transcript (not written to JSON).
+        messages: The run's messages, its transcript (not written to JSON); from a
+            LangGraph server, the dicts of its JSON.
     """
 
     loop: str
@@ -106,14 +109,16 @@ class RunResult:
     error: str = ""
     score: float = math.nan
     thread_id: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    messages: list[Any] = field(default_factory=list, repr=False, compare=False)
+    metadata: dict[str, object] = field(default_factory=dict)
+    messages: list[AnyMessage | dict[str, object]] = field(
+        default_factory=list, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if math.isnan(self.score):
             self.score = float(self.correct)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The row as plain data, without its messages."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "messages"}
 
@@ -177,6 +182,7 @@ class EvalReport:
     results: list[RunResult]
     loops: list[str]
     suites: list[str]
+    # The evaluation's settings: JSON values of any kind (the table's title among them).
     meta: dict[str, Any] = field(default_factory=dict)
 
     def runs(self, loop: str, suite: str | None = None) -> list[RunResult]:
@@ -207,7 +213,7 @@ class EvalReport:
                 rows.append(summarise(loop, "all", self.runs(loop)))
         return rows
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The report as plain data (what ``to_json`` writes)."""
         return {
             "meta": self.meta,
@@ -423,7 +429,7 @@ class EvalReport:
             rows.append({**values, **values.pop("statuses")})
         return pd.DataFrame(rows)
 
-    def transcript(self, loop: str, item: int | str) -> list[Any]:
+    def transcript(self, loop: str, item: int | str) -> list[AnyMessage | dict[str, object]]:
         """The messages of one run: its transcript.
 
         Args:
@@ -468,7 +474,7 @@ class EvalReport:
         return "\n".join(parts)
 
 
-def _pandas() -> Any:
+def _pandas() -> ModuleType:
     """The pandas module, imported on first use."""
     try:
         import pandas
@@ -479,7 +485,7 @@ def _pandas() -> Any:
     return pandas
 
 
-def describe_meta(meta: Mapping[str, Any]) -> str:
+def describe_meta(meta: Mapping[str, object]) -> str:
     """One line naming the model, server, date and limits of an evaluation.
 
     Args:

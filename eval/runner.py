@@ -20,15 +20,26 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from rich import get_console
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from typing_extensions import TypedDict
 
 from loopgraphs.eval.data import OWN_DATA, choose_names, load_tasks
 from loopgraphs.eval.report import EvalReport, RunResult
@@ -43,6 +54,7 @@ from loopgraphs.eval.suites import DEFAULT_SEED, Task
 from loopgraphs.graphs.registry import LOOPS, build_loop
 from loopgraphs.models import describe_model, embedded_server
 from loopgraphs.nodes.errors import describe_error
+from loopgraphs.state import Usage
 from loopgraphs.toolkits import get_tools
 
 if TYPE_CHECKING:
@@ -53,7 +65,33 @@ T = TypeVar("T")
 EVAL_TOOLS: tuple[str, ...] = ("calculator", "search")
 """Built-in tools given to the loops that take tools."""
 
-Invoke = Callable[[str, Task], Awaitable[Mapping[str, Any]]]
+
+class RunValues(TypedDict, total=False):
+    """One run's output values, as ``result_of`` scores them: a loop's output (its
+    ``OutputState``; from a LangGraph server, its JSON) and what the runner measured.
+
+    Attributes:
+        answer: The loop's answer.
+        status: How the run ended (``"error"`` when it raised or the server failed it).
+        error: What failed.
+        llm_calls: Model calls the run made.
+        usage: Token usage over every model call.
+        messages: The run's messages (from a server, the dicts of its JSON).
+        model_seconds: Seconds a model call was in flight, when measured.
+        thread_id: The run's thread id, when it had one.
+    """
+
+    answer: str
+    status: str
+    error: str
+    llm_calls: int
+    usage: Usage
+    messages: list[AnyMessage | dict[str, object]]
+    model_seconds: float
+    thread_id: str
+
+
+Invoke = Callable[[str, Task], Awaitable[RunValues]]
 """Runs one loop on one task and returns the run's output values (with ``model_seconds``
 when it measured them)."""
 
@@ -70,14 +108,19 @@ class ModelClock(BaseCallbackHandler):
         self._spans: list[tuple[float, float]] = []
 
     def on_chat_model_start(
-        self, serialized: Any, messages: Any, *, run_id: UUID, **_: Any
+        self,
+        serialized: dict[str, object],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **_: object,
     ) -> None:
         self._started[run_id] = time.perf_counter()
 
-    def on_llm_end(self, response: Any, *, run_id: UUID, **_: Any) -> None:
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **_: object) -> None:
         self._stop(run_id)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **_: Any) -> None:
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **_: object) -> None:
         self._stop(run_id)
 
     def _stop(self, run_id: UUID) -> None:
@@ -135,7 +178,7 @@ class EvalPlan:
         return [(loop, task) for loop in self.loops for s in self.suites for task in self.tasks[s]]
 
     def report(
-        self, results: Sequence[RunResult], started: datetime, **settings: Any
+        self, results: Sequence[RunResult], started: datetime, **settings: object
     ) -> EvalReport:
         """Gather the rows into a report whose settings describe this plan.
 
@@ -167,7 +210,7 @@ class EvalPlan:
 DEFAULT_CONCURRENCY = 4
 
 
-def runs_at_once(model: Any, concurrency: int | None) -> int:
+def runs_at_once(model: object, concurrency: int | None) -> int:
     """The runs an evaluation keeps in flight: ``concurrency`` when given; otherwise the
     slots of the embedded server the model talks to (one by default: it answers one
     request at a time, and runs taking turns would each find another run's prompt in its
@@ -235,7 +278,7 @@ def make_plan(
 def result_of(
     loop: str,
     task: Task,
-    out: Mapping[str, Any],
+    out: RunValues,
     latency: float,
     scorer: TaskScorer = default_scorer,
 ) -> RunResult:
@@ -254,7 +297,7 @@ def result_of(
         The row; a run without a status is an error.
     """
     answer = str(out.get("answer") or "")
-    usage = out.get("usage") or {}
+    usage: Usage | dict[str, int] = out.get("usage") or {}
     run = RunResult(
         loop=loop,
         suite=task.suite,
@@ -317,7 +360,7 @@ async def run_plan(
     done = 0
     log_lines = show_progress and not progress.console.is_terminal
 
-    async def run(loop: str, task: Task, bar: Any) -> RunResult:
+    async def run(loop: str, task: Task, bar: TaskID) -> RunResult:
         nonlocal done
         async with semaphore:
             start = time.perf_counter()
@@ -375,7 +418,7 @@ def _data(data: DataSource | None, suites: str | Sequence[str] | None) -> DataSo
 
 
 async def aevaluate(
-    model: Any,
+    model: BaseChatModel,
     loops: str | Sequence[str] = "all",
     data: DataSource | None = None,
     *,
@@ -383,7 +426,7 @@ async def aevaluate(
     scorer: str | Scorer | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
-    loop_options: Mapping[str, Mapping[str, Any]] | None = None,
+    loop_options: Mapping[str, Mapping[str, object]] | None = None,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
     show_progress: bool = True,
@@ -398,12 +441,12 @@ async def aevaluate(
     tools = eval_tools()
     graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
 
-    async def invoke(loop: str, task: Task) -> Mapping[str, Any]:
+    async def invoke(loop: str, task: Task) -> RunValues:
         clock = ModelClock()
         thread_id = str(uuid4())
         config: RunnableConfig = {"callbacks": [clock], "configurable": {"thread_id": thread_id}}
         out = await graphs[loop].ainvoke({"messages": [("user", task.question)]}, config)
-        return {**out, "model_seconds": clock.seconds, "thread_id": thread_id}
+        return {**cast(RunValues, out), "model_seconds": clock.seconds, "thread_id": thread_id}
 
     started = datetime.now(timezone.utc)
     results = await run_plan(plan, invoke, console=console, show_progress=show_progress)
@@ -417,7 +460,7 @@ async def aevaluate(
 
 
 def evaluate(
-    model: Any,
+    model: BaseChatModel,
     loops: str | Sequence[str] = "all",
     data: DataSource | None = None,
     *,
@@ -425,7 +468,7 @@ def evaluate(
     scorer: str | Scorer | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
-    loop_options: Mapping[str, Mapping[str, Any]] | None = None,
+    loop_options: Mapping[str, Mapping[str, object]] | None = None,
     seed: int = DEFAULT_SEED,
     console: Console | None = None,
     show_progress: bool = True,

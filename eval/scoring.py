@@ -29,7 +29,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from loopgraphs.eval.task import base_suite
 
@@ -283,7 +283,7 @@ def resolve_scorer(scorer: str | Scorer | None) -> TaskScorer:
 
 
 def from_evaluator(
-    evaluator: Callable[..., Any],
+    evaluator: Callable[..., object],
     *,
     outputs: Literal["answer", "messages"] = "answer",
     reference: str | None = None,

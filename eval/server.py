@@ -13,16 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from rich.console import Console
 
+from loopgraphs.context import LoopContext
 from loopgraphs.eval.report import EvalReport
 from loopgraphs.eval.runner import (
     DEFAULT_CONCURRENCY,
     EVAL_TOOLS,
+    RunValues,
     make_plan,
     run_coroutine,
     run_plan,
@@ -40,7 +42,7 @@ class ServerUnavailableError(RuntimeError):
 
 def run_context(
     loop: str, *, model: str | None = None, max_iterations: int | None = None
-) -> dict[str, Any]:
+) -> LoopContext:
     """The context of one loop's runs (the fields of ``LoopContext``).
 
     Args:
@@ -52,7 +54,7 @@ def run_context(
     Returns:
         The context, holding only the fields that are set.
     """
-    context: dict[str, Any] = {}
+    context: LoopContext = {}
     if model:
         context["model"] = model
     if max_iterations is not None:
@@ -62,7 +64,7 @@ def run_context(
     return context
 
 
-def failed_run(error: Any) -> dict[str, str]:
+def failed_run(error: object) -> RunValues:
     """The output values of a run the server failed, from the error it reported.
 
     Args:
@@ -135,7 +137,7 @@ async def aevaluate_server(
     async with get_client(url=url) as client:
         await check_server(client, url, plan.loops)
 
-        async def invoke(loop: str, task: Task) -> Mapping[str, Any]:
+        async def invoke(loop: str, task: Task) -> RunValues:
             inputs: dict[str, Any] = {"messages": [{"role": "user", "content": task.question}]}
             out = await client.runs.wait(
                 None,
@@ -146,7 +148,8 @@ async def aevaluate_server(
             )
             if not isinstance(out, Mapping):
                 raise TypeError(f"the run returned {type(out).__name__}, not its values")
-            return failed_run(out["__error__"]) if "__error__" in out else out
+            # The served loop's output values, as JSON.
+            return failed_run(out["__error__"]) if "__error__" in out else cast(RunValues, out)
 
         started = datetime.now(timezone.utc)
         results = await run_plan(plan, invoke, console=console, show_progress=show_progress)

@@ -356,11 +356,10 @@ def verify_suite(
         seed: Seed of the generator.
         size: Number of tasks (fewer when the knowledge base holds fewer).
         classic: Every claim in the classic phrasing (the suite ``verify-classic``);
-            otherwise item ``i`` is asked in phrasing ``PHRASINGS[i % 5]``. The items and
-            their answers are the same either way.
+            otherwise the phrasings in turn, as for ``multihop_suite``'s questions.
 
     Returns:
-        The tasks, with ids numbered from 0, their phrasing in ``metadata["phrasing"]``.
+        The tasks, numbered and phrased as ``multihop_suite``'s.
     """
     facts = _facts()
     values: dict[str, list[str]] = {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Task:
     question: str
     answer: str
     aliases: tuple[str, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    metadata: Mapping[str, object] = field(default_factory=dict, hash=False)
 
 
 CLASSIC_SUFFIX = "-classic"

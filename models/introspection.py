@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from langchain_core.runnables import Runnable, RunnableBinding
+
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
 
 
 @dataclass(frozen=True)
@@ -21,14 +24,14 @@ class Capabilities:
     structured_output: bool | None
 
 
-def unwrap(model: Runnable[Any, Any]) -> Runnable[Any, Any]:
+def unwrap(model: Runnable[InputT, OutputT]) -> Runnable[InputT, OutputT]:
     """Follow `RunnableBinding` wrappers (as made by `model.bind(...)`) to the bound model."""
     while isinstance(model, RunnableBinding):
         model = model.bound
     return model
 
 
-def capabilities(model: Runnable[Any, Any]) -> Capabilities:
+def capabilities(model: object) -> Capabilities:
     """Read a model's declared tool-calling and structured-output support from its profile.
 
     Args:
@@ -37,14 +40,15 @@ def capabilities(model: Runnable[Any, Any]) -> Capabilities:
     Returns:
         The capabilities; fields are `None` when the profile does not say.
     """
-    profile = getattr(unwrap(model), "profile", None) or {}
+    inner = unwrap(model) if isinstance(model, Runnable) else model
+    profile = getattr(inner, "profile", None) or {}
     return Capabilities(
         tool_calling=profile.get("tool_calling"),
         structured_output=profile.get("structured_output"),
     )
 
 
-def describe_model(model: Runnable[Any, Any]) -> str:
+def describe_model(model: object) -> str:
     """Return a short label for display, such as `ChatOpenAI(smollm2 @ http://…/v1)`.
 
     Args:
@@ -53,7 +57,7 @@ def describe_model(model: Runnable[Any, Any]) -> str:
     Returns:
         The class name with the model name and server URL when known.
     """
-    inner = unwrap(model)
+    inner = unwrap(model) if isinstance(model, Runnable) else model
     name = getattr(inner, "model_name", None) or getattr(inner, "model", None)
     url = getattr(inner, "openai_api_base", None)
     details = " @ ".join(str(part) for part in (name, url) if part)

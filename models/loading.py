@@ -37,7 +37,7 @@ LOCAL_SECONDS_PER_TOKEN = 0.5  # per GB of weights; SmolLM2 needs ~0.01 s on 2 i
 
 # Extra sampling fields of llama.cpp's OpenAI endpoint, sent with every request to a
 # llama.cpp server: DRY, chosen from measurements on SmolLM2-135M (see load_model).
-LLAMACPP_SAMPLING: dict[str, Any] = {
+LLAMACPP_SAMPLING: dict[str, object] = {
     "dry_multiplier": 0.8,
     "dry_base": 1.75,
     "dry_allowed_length": 16,
@@ -98,8 +98,8 @@ def _check_settings(
     temperature: float,
     max_tokens: int | None,
     timeout: float | None,
-    sampling: Mapping[str, Any] | None,
-    profile: Mapping[str, Any] | None,
+    sampling: Mapping[str, object] | None,
+    profile: ModelProfile | None,
 ) -> None:
     """Raise ValueError or TypeError for a setting out of range or of the wrong type."""
     if not 0.0 <= temperature <= 2.0:
@@ -119,8 +119,8 @@ def local_chat_model(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     timeout: float | None = None,
-    sampling: Mapping[str, Any] | None = None,
-    profile: Mapping[str, Any] | None = None,
+    sampling: Mapping[str, object] | None = None,
+    profile: ModelProfile | None = None,
 ) -> ChatOpenAI:
     """Build a chat model talking to a running `LocalServer`.
 
@@ -152,7 +152,7 @@ def local_chat_model(
     if profile is None:
         merged.update(detect_server(base_url, server.model_name).profile)
     else:
-        merged.update(profile)  # type: ignore[typeddict-item]
+        merged.update(profile)
     return _chat_openai(
         model=server.model_name,
         api_key=LOCAL_API_KEY,
@@ -176,7 +176,7 @@ def _chat_openai(
     timeout: float,
     max_retries: int,
     profile: ModelProfile | None = None,
-    extra_body: Mapping[str, Any] | None = None,
+    extra_body: Mapping[str, object] | None = None,
 ) -> ChatOpenAI:
     """Build a `ChatOpenAI` that reports token usage when streaming.
 
@@ -207,8 +207,8 @@ def _server_model(
     max_tokens: int | None,
     timeout: float | None,
     max_retries: int,
-    sampling: Mapping[str, Any] | None,
-    profile: Mapping[str, Any] | None,
+    sampling: Mapping[str, object] | None,
+    profile: ModelProfile | None,
 ) -> ChatOpenAI:
     """A client for a server somebody else runs, set up from what it says about itself."""
     local = is_loopback_url(url)
@@ -218,7 +218,7 @@ def _server_model(
     is_llamacpp = llamacpp or info.kind == "llama.cpp"
     merged = ModelProfile(**LLAMACPP_PROFILE) if llamacpp else ModelProfile()
     merged.update(info.profile)
-    merged.update(profile or {})  # type: ignore[typeddict-item]
+    merged.update(profile or {})
     if max_tokens is None and (is_llamacpp or local):
         max_tokens = DEFAULT_LOCAL_MAX_TOKENS
     if timeout is None:
@@ -265,8 +265,8 @@ def load_model(
     max_tokens: int | None = None,
     timeout: float | None = None,
     max_retries: int = 0,
-    sampling: Mapping[str, Any] | None = None,
-    profile: Mapping[str, Any] | None = None,
+    sampling: Mapping[str, object] | None = None,
+    profile: ModelProfile | None = None,
 ) -> BaseChatModel:
     """Resolve a model spec into a chat model.
 
@@ -390,7 +390,7 @@ def load_model(
             max_tokens=max_tokens,
             timeout=timeout or DEFAULT_TIMEOUT_SECONDS,
             max_retries=max_retries,
-            profile=ModelProfile(**profile) if profile is not None else None,  # type: ignore[typeddict-item]
+            profile=ModelProfile(**profile) if profile is not None else None,
             extra_body=sampling,
         )
     if kind and value and kind.replace("_", "").isalnum():

@@ -15,7 +15,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from langchain_core.runnables import Runnable
 
@@ -91,7 +90,7 @@ class LocalServer:
         self.n_threads = n_threads or os.cpu_count() or 1
         self.n_parallel = n_parallel
         self.port = port
-        self._server: Any = None
+        self._server: object = None
         self._url: str | None = None
         self._lock = threading.Lock()
 

@@ -12,7 +12,6 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from langchain_core.language_models import ModelProfile
 
@@ -36,8 +35,8 @@ class ServerInfo:
 
 
 def _request_json(
-    url: str, *, body: Mapping[str, Any] | None, api_key: str | None, timeout: float
-) -> Any:
+    url: str, *, body: Mapping[str, object] | None, api_key: str | None, timeout: float
+) -> object:
     """GET (or POST `body` to) `url` and decode the JSON answer.
 
     An error status or an answer that is not JSON gives None; a server that does not
@@ -60,7 +59,7 @@ def _request_json(
         return None
 
 
-def _llamacpp_info(props: dict[str, Any], models: Any, model: str | None) -> ServerInfo:
+def _llamacpp_info(props: dict[str, object], models: object, model: str | None) -> ServerInfo:
     """Read llama.cpp's `/props` (and `/v1/models` for the weights' size)."""
     caps = props.get("chat_template_caps")
     tools = isinstance(caps, dict) and caps.get("supports_tool_calls") is True
@@ -69,7 +68,7 @@ def _llamacpp_info(props: dict[str, Any], models: Any, model: str | None) -> Ser
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
     if isinstance(n_ctx, int) and n_ctx > 0:
         profile["max_input_tokens"] = n_ctx
-    sizes: dict[Any, int] = {}
+    sizes: dict[object, int] = {}
     entries = models.get("data") if isinstance(models, dict) else None
     for entry in entries if isinstance(entries, list) else []:
         meta = entry.get("meta") if isinstance(entry, dict) else None

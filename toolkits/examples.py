@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -32,7 +31,7 @@ class ToolExample:
     """
 
     question: str
-    args: Mapping[str, Any] = field(default_factory=dict)
+    args: Mapping[str, object] = field(default_factory=dict)
     result: str = ""
     answer: str = ""
 

@@ -11,10 +11,11 @@ import inspect
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from loopgraphs.toolkits.calculator import calculator
 from loopgraphs.toolkits.examples import ToolExample, tool_examples
@@ -30,8 +31,19 @@ BUILTIN_TOOLKITS: dict[str, str] = {
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
+JsonSchema: TypeAlias = dict[str, Any]
+"""A JSON schema (pydantic's, LangChain's): open, each keyword's value of a type of its own."""
 
-def _callable_to_tool(item: Callable[..., Any], position: int) -> BaseTool:
+
+class FunctionSpec(TypedDict):
+    """One tool as a JSON-schema function specification (``ToolRegistry.schemas``)."""
+
+    name: str
+    description: str
+    parameters: JsonSchema
+
+
+def _callable_to_tool(item: Callable[..., object], position: int) -> BaseTool:
     name = getattr(item, "__name__", "")
     if not _TOOL_NAME.match(name):
         raise TypeError(
@@ -55,7 +67,7 @@ def _callable_to_tool(item: Callable[..., Any], position: int) -> BaseTool:
     return StructuredTool.from_function(func=item, name=name, description=description)
 
 
-def to_tools(tools: Iterable[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
+def to_tools(tools: Iterable[BaseTool | Callable[..., object]]) -> list[BaseTool]:
     """Normalise a mix of LangChain tools and typed Python functions into tools.
 
     Args:
@@ -89,7 +101,7 @@ def to_tools(tools: Iterable[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
     return result
 
 
-def _parameters_schema(tool: BaseTool) -> dict[str, Any]:
+def _parameters_schema(tool: BaseTool) -> JsonSchema:
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         return dict(schema)
@@ -98,7 +110,7 @@ def _parameters_schema(tool: BaseTool) -> dict[str, Any]:
     return dict(schema.schema())
 
 
-def _type_name(spec: dict[str, Any]) -> str:
+def _type_name(spec: JsonSchema) -> str:
     if "type" in spec:
         kind = spec["type"]
         return " or ".join(kind) if isinstance(kind, list) else str(kind)
@@ -107,8 +119,8 @@ def _type_name(spec: dict[str, Any]) -> str:
     return " or ".join(name for name in names if name) or "any"
 
 
-def _describe_arguments(schema: dict[str, Any]) -> str:
-    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
+def _describe_arguments(schema: JsonSchema) -> str:
+    properties: dict[str, JsonSchema] = schema.get("properties", {})
     required = set(schema.get("required", []))
     parts = []
     for arg, spec in properties.items():
@@ -134,7 +146,7 @@ class ToolRegistry:
         ValueError: If two tools share a name.
     """
 
-    def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[BaseTool | Callable[..., object]] = ()) -> None:
         self._tools: dict[str, BaseTool] = {tool.name: tool for tool in to_tools(tools)}
 
     @property
@@ -167,7 +179,7 @@ class ToolRegistry:
             raise KeyError(f"unknown tool {name!r}; available tools: {available}")
         return tool
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[FunctionSpec]:
         """Describe every tool as a JSON-schema function specification.
 
         Returns:
@@ -182,7 +194,7 @@ class ToolRegistry:
             for tool in self._tools.values()
         ]
 
-    def parameters(self, name: str) -> dict[str, Any]:
+    def parameters(self, name: str) -> JsonSchema:
         """The JSON schema of a tool's model-visible arguments (injected ones left out).
 
         Raises:
@@ -190,7 +202,7 @@ class ToolRegistry:
         """
         return _parameters_schema(self._require(name))
 
-    def validate(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    def validate(self, name: str, args: dict[str, object]) -> dict[str, object]:
         """Validate arguments proposed for a tool before running it.
 
         Tools whose arguments are described by a pydantic model (v2 or v1) are validated
