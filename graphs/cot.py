@@ -7,7 +7,6 @@ Graph: ``prepare → generate → parse → END``, with ``vote`` after ``parse``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -82,14 +81,14 @@ def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
 
 
 def build_cot(
-    settings: LoopSettings, self_consistency: int, options: Mapping[str, Any] | None = None
+    settings: LoopSettings, self_consistency: int, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def opening(state: CoTState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {"samples": [], "answers": [], "votes": {}}
+    def opening(state: CoTState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {"samples": [], "answers": [], "votes": {}}
         if not steps_left(state, needed):
             update.update(status="max_iterations", answer="")
         return update
@@ -113,19 +112,19 @@ def build_cot(
         samples = ["" if cut_short(o.reply) else content_text(o.reply.content) for o in outcomes]
         return {**update, "samples": samples}
 
-    def parse(state: CoTState) -> dict[str, Any]:
+    def parse(state: CoTState) -> dict[str, object]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
         status = "completed" if any(state.get("samples", [])) else "max_iterations"
-        update: dict[str, Any] = {"answers": answers, "answer": answer, "status": status}
+        update: dict[str, object] = {"answers": answers, "answer": answer, "status": status}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
         return settle_answer(state, update)
 
-    def vote(state: CoTState) -> dict[str, Any]:
+    def vote(state: CoTState) -> dict[str, object]:
         answers = state.get("answers", [])
         messages, start = state["messages"], scratch_of(state).get("transcript_start", 0)
         # A sample that only repeats a prompt or the question gets no vote.

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCal
 from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, Field
+from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
@@ -42,6 +43,7 @@ from loopgraphs.nodes.parsing.critic import (
     CheckedClaim,
     Claim,
     Critique,
+    ToolInput,
     make_claim,
     parse_critique,
 )
@@ -80,7 +82,7 @@ class ClaimCheck(BaseModel):
 
     claim: str = Field(default="", description="The claim, as the draft states it.")
     tool: str = Field(default="", description="Name of the tool that can verify the claim.")
-    tool_input: str | dict[str, Any] = Field(
+    tool_input: ToolInput = Field(
         default="", description="Input for the tool: text, or the tool's JSON arguments."
     )
 
@@ -131,7 +133,7 @@ class CriticState(CriticOutput, LoopState, total=False):
     pending: list[PendingClaim]
 
 
-def _input_text(value: Any) -> str:
+def _input_text(value: ToolInput) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -230,7 +232,9 @@ def _text_critique_text(tools: ToolRegistry) -> str:
     )
 
 
-def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
+def build_critic(
+    settings: LoopSettings, options: Mapping[str, object] | None = None
+) -> LoopBuilder:
     """The uncompiled CRITIC graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -246,8 +250,8 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         """After a draft or a revision: its hooks, then a critique and its checks."""
         return after + before + 1 + check_steps(run)
 
-    def opening(state: CriticState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
+    def opening(state: CriticState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {
             "draft": "",
             "claims": [],
             "round": 0,
@@ -267,7 +271,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         if cut_short(reply):  # asked again and still cut: no draft to check
             return {**update, "messages": shown, "status": "max_iterations", "answer": ""}
         draft = content_text(reply.content).strip()
-        done: dict[str, Any] = {}
+        done: CriticState = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
         elif not steps_left(state, round_steps(run)):
@@ -302,7 +306,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
-            schema: Any = RequiredCritique if require else CritiqueReport
+            schema: type[BaseModel] | JsonDict = RequiredCritique if require else CritiqueReport
             if guided:
                 words = words_of(request_of(state), draft)
                 schema = critique_schema(run.tools, words, required=require)
@@ -344,9 +348,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         written = checks(state, run, _critique_of(data, text), text)
         return {**update, **round_update, **written}
 
-    def checks(
-        state: Mapping[str, Any], run: LoopSettings, found: Critique, text: str
-    ) -> dict[str, Any]:
+    def checks(state: CriticState, run: LoopSettings, found: Critique, text: str) -> CriticState:
         """What a critique writes: the end of the run when it accepts the draft (or names
         no claim, or no steps are left for a check), else the round's checks as one
         assistant message with the critique as its text, and the claims waiting for

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -90,7 +89,7 @@ STEP_CHARS = 300  # of one planned step, in the schema the model is asked to fil
 class _Steps(BaseModel):
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         if isinstance(data, dict) and "steps" not in data:
             for key in ("plan", "tasks", "remaining", "remaining_steps"):
                 if key in data:
@@ -99,7 +98,7 @@ class _Steps(BaseModel):
 
     @field_validator("steps", mode="before", check_fields=False)
     @classmethod
-    def _clean(cls, value: Any) -> Any:
+    def _clean(cls, value: object) -> object:
         return clean_steps(value)
 
 
@@ -169,7 +168,7 @@ def numbered(steps: Sequence[str]) -> str:
     return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
 
 
-def results_room(model: Any) -> int | None:
+def results_room(model: object) -> int | None:
     """Characters the earlier results may take in one prompt to ``model``: half of its
     context window (its profile's ``max_input_tokens``) less its reply cap, the other half
     left to the rest of the prompt; None when the profile does not say."""
@@ -211,13 +210,14 @@ def step_failed(record: StepResult) -> bool:
     return record["status"] != "completed" or not record["result"].strip()
 
 
-def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
+def review_decision(decision: object, steps: list[str], max_steps: int) -> PlanExecuteState:
     """Apply a human's decision on the plan; raise ValueError on a malformed one."""
-    kind = decision.get("type") if isinstance(decision, dict) else None
+    given: Mapping[str, object] = decision if isinstance(decision, dict) else {}
+    kind = given.get("type")
     if kind == "approve":
         return {}
     if kind == "edit":
-        edited = decision.get("steps")
+        edited = given.get("steps")
         if (
             not isinstance(edited, list)
             or not edited
@@ -233,7 +233,7 @@ def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str
             )
         return {"plan": [step.strip() for step in edited]}
     if kind == "reject":
-        message = str(decision.get("message") or "no reason given")
+        message = str(given.get("message") or "no reason given")
         return {"status": "error", "error": f"plan rejected: {message}", "answer": ""}
     raise ValueError(
         "resume with {'type': 'approve'}, {'type': 'edit', 'steps': [...]} or "
@@ -248,7 +248,7 @@ def build_plan_execute(
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> LoopBuilder:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
     react = ReactSubgraph(
@@ -288,7 +288,7 @@ def build_plan_execute(
             or not step_iterations(state, runtime)
         )
 
-    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, Any]:
+    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, object]:
         return {
             "request": question_text(state.get("messages", [])),
             "plan": [],
@@ -318,7 +318,7 @@ def build_plan_execute(
         steps = sized_plan(steps, request_of(state))
         return {**result.state_update(), "plan": steps or ["Answer the request."]}
 
-    def review_plan(state: PlanExecuteState) -> dict[str, Any]:
+    def review_plan(state: PlanExecuteState) -> PlanExecuteState:
         steps = list(state.get("plan") or [])
         decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
@@ -344,7 +344,7 @@ def build_plan_execute(
         status: Status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         record = StepResult(step=steps[index], result=result, status=status)
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             **spent,
             "step_results": [*done, record],
             "current_step": index + 1,

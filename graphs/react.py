@@ -66,7 +66,7 @@ STEPS_TO_FINISH = 4
 
 def build_react(
     settings: LoopSettings,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     *,
     synthesize_answer: bool = False,
     agent_hooks: bool = True,

@@ -62,7 +62,7 @@ class ReactSubgraph:
     own state keys go into every run and come back from it, so tools can read and update
     them."""
 
-    def __init__(self, settings: LoopSettings, options: Mapping[str, Any]) -> None:
+    def __init__(self, settings: LoopSettings, options: Mapping[str, object]) -> None:
         self.settings = dataclasses.replace(settings, response_format=None, step_run=True)
         self.graph = build_react(
             self.settings, subgraph_options(options), agent_hooks=False

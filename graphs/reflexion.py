@@ -263,7 +263,7 @@ def episode_update(
 
 
 def build_reflexion(
-    settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, Any] | None = None
+    settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})

@@ -174,7 +174,7 @@ def build_tot(
     max_depth: int,
     scoring: str,
     generation: str,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> LoopBuilder:
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
