@@ -7,6 +7,7 @@ Graph: ``prepare → generate → parse → END``, with ``vote`` after ``parse``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -14,8 +15,9 @@ from langgraph.graph import END
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.nodes.answer_check import settle_answer, unusable
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
@@ -25,7 +27,7 @@ from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import CompiledLoop, LoopBuilder, LoopState, OutputState, scratch_of
 
@@ -190,6 +192,5 @@ def create_cot_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("self_consistency", self_consistency)
-    settings = make_settings("cot", model, None, options, takes_tools=False)
-    builder = build_cot(settings, self_consistency, options)
-    return compile_loop(builder, settings, options, default_name="cot")
+    build = partial(build_cot, self_consistency=self_consistency, options=options)
+    return compiled_loop("cot", build, model, None, options, takes_tools=False)

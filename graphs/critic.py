@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -25,16 +26,12 @@ from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.answer_check import unusable
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step
-from loopgraphs.nodes.generate import (
-    answer_message,
-    call_model,
-    short_again,
-    spent_together,
-)
+from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
@@ -48,19 +45,13 @@ from loopgraphs.nodes.parsing.critic import (
     parse_critique,
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
-from loopgraphs.nodes.tool_loop import pending_step, review_node
+from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     CompiledLoop,
@@ -414,30 +405,26 @@ def build_critic(
         settings=settings,
         tools_node="call_tool",
     )
-    review = ["review"] if settings.review else []
     add_step(builder, "generate", generate, settings, model_step=True)
-    add_routed_step(
+    add_tool_turn(
         builder,
+        settings,
         "critique",
         critique,
-        settings,
-        route_critique,
-        [*review, "call_tool", "revise"],
-        model_step=True,
+        targets=["revise"],
+        router=route_critique,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "revise", revise, settings, model_step=True)
     add_start(builder, settings, opening, while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])
     builder.add_edge("call_tool", "revise")
-    if review:
-        builder.add_node("review", review_node(settings))
-        route(
-            builder,
-            "review",
-            lambda state: dispatch(pending_calls(state["messages"])) or "revise",
-            ["call_tool", "revise"],
-        )
+    add_review(
+        builder,
+        settings,
+        lambda state: dispatch(pending_calls(state["messages"])) or "revise",
+        ["revise"],
+    )
     route(builder, "revise", while_running("critique"), ["critique"])
     return builder
 
@@ -499,6 +486,5 @@ def create_critic_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_critique_rounds", max_critique_rounds)
-    settings = make_settings("critic", model, tools, options, max_iterations=max_critique_rounds)
-    builder = build_critic(settings, options)
-    return compile_loop(builder, settings, options, default_name="critic")
+    build = partial(build_critic, options=options)
+    return compiled_loop("critic", build, model, tools, options, max_iterations=max_critique_rounds)

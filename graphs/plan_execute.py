@@ -28,6 +28,7 @@ from pydantic.json_schema import JsonDict
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import (
     ReactSubgraph,
@@ -35,16 +36,11 @@ from loopgraphs.graphs.react_subgraph import (
     ended_by_hook,
     tool_work,
 )
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step, node_callable
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_send import RequestForm
-from loopgraphs.nodes.parsing.plans import (
-    clean_steps,
-    plan_from_text,
-    sized_plan,
-    update_from_text,
-)
+from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, sized_plan, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
@@ -54,7 +50,6 @@ from loopgraphs.nodes.settings import (
     ToolsArg,
     check_flag,
     check_positive,
-    make_settings,
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
@@ -538,13 +533,15 @@ def create_plan_execute_graph(
     """
     check_positive("max_steps", max_steps)
     check_positive("max_step_iterations", max_step_iterations)
-    settings = make_settings("plan_execute", model, tools, options)
-    builder = build_plan_execute(
-        settings,
-        max_steps=max_steps,
-        max_step_iterations=max_step_iterations,
-        replan=check_flag("replan", replan),
-        approve_plan=check_flag("approve_plan", approve_plan),
-        options=options,
-    )
-    return compile_loop(builder, settings, options, default_name="plan_execute")
+
+    def build(settings: LoopSettings) -> LoopBuilder:
+        return build_plan_execute(
+            settings,
+            max_steps=max_steps,
+            max_step_iterations=max_step_iterations,
+            replan=check_flag("replan", replan),
+            approve_plan=check_flag("approve_plan", approve_plan),
+            options=options,
+        )
+
+    return compiled_loop("plan_execute", build, model, tools, options)

@@ -18,6 +18,7 @@ turns in a row, which strict chat templates reject.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -27,8 +28,9 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
@@ -37,13 +39,7 @@ from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import (
@@ -382,6 +378,5 @@ def create_reflexion_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_reflections", max_reflections)
-    settings = make_settings("reflexion", model, tools, options, max_iterations=max_iterations)
-    builder = build_reflexion(settings, max_reflections=max_reflections, options=options)
-    return compile_loop(builder, settings, options, default_name="reflexion")
+    build = partial(build_reflexion, max_reflections=max_reflections, options=options)
+    return compiled_loop("reflexion", build, model, tools, options, max_iterations=max_iterations)

@@ -21,23 +21,17 @@ import json
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolCall,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     FollowUp,
@@ -58,7 +52,7 @@ from loopgraphs.graphs.self_ask_guided import (
     worked_example,
 )
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
@@ -81,18 +75,12 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import unfence
-from loopgraphs.nodes.tool_loop import pending_step, review_node
+from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     Bookkeeping,
@@ -106,6 +94,9 @@ from loopgraphs.state import (
     scratch_of,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 
 class PendingFollowUp(TypedDict):
@@ -154,7 +145,7 @@ def _without_calls(message: AIMessage) -> AIMessage:
     )
 
 
-def counts(spent: Mapping[str, Any]) -> SelfAskState:
+def _counts(spent: Mapping[str, Any]) -> SelfAskState:
     """The ``llm_calls``/``usage`` update of model calls (``call_model``'s, say) as an
     update of the loop's state."""
     return {"llm_calls": spent["llm_calls"], "usage": spent["usage"]}
@@ -294,6 +285,21 @@ def _best_effort(follow_ups: Sequence[FollowUp], messages: Sequence[AnyMessage])
 
 
 @dataclass(frozen=True)
+class TurnSteps:
+    """The graph steps that must still follow a Self-Ask turn (see ``steps_left``).
+
+    Attributes:
+        answer: For the answer to come.
+        turn: For another turn and the answer.
+        tools: For a turn asking follow-ups, with the run's settings (a review is one more).
+    """
+
+    answer: int
+    turn: int
+    tools: Callable[[LoopSettings], int]
+
+
+@dataclass(frozen=True)
 class GuidedTurns:
     """Self-Ask's turns on a model it guides (json and text modes on a small model, see
     ``guided``): each turn reads a short scratchpad after one worked example, each tool
@@ -303,13 +309,11 @@ class GuidedTurns:
 
     Attributes:
         settings: The loop's settings (each step resolves them for its run).
-        answer_steps: Graph steps that must still follow a turn for the answer to come.
-        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+        steps: The graph steps a turn must leave for what follows it.
     """
 
     settings: LoopSettings
-    answer_steps: int
-    tool_steps: Callable[[LoopSettings], int]
+    steps: TurnSteps
 
     def call(
         self,
@@ -387,7 +391,7 @@ class GuidedTurns:
                 said = ""
             said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
             follow_ups[-1] = FollowUp(question=last["question"], answer=said, tool=last["tool"])
-            together = counts(spent_together(update, spent))
+            together = _counts(spent_together(update, spent))
             update = {**together, "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
             made += 1
@@ -395,7 +399,7 @@ class GuidedTurns:
             view: SelfAskState = {**state, "follow_ups": follow_ups, "unread": False}
             messages = self.turn_messages(run, view, follow_ups)
             reply, spent = yield from self.call(run, view, messages, runtime, final=False)
-            update = {**update, **counts(spent_together(update, spent))}
+            update = {**update, **_counts(spent_together(update, spent))}
             replies.append(reply)
             made += 1
         else:
@@ -429,7 +433,7 @@ class GuidedTurns:
             rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
-            if steps_left(state, self.answer_steps):
+            if steps_left(state, self.steps.answer):
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
@@ -437,7 +441,7 @@ class GuidedTurns:
         name = turn.tool if asks and turn.tool else default
         given = asks and turn.tool and turn.tool_input and not rewritten
         args = turn.tool_input if given else question
-        if steps_left(state, self.tool_steps(run)):
+        if steps_left(state, self.steps.tools(run)):
             call_id = _call_id()
             call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=call_id)
             return {
@@ -474,7 +478,7 @@ class GuidedTurns:
         if isinstance(last, AIMessage):
             shown = [*shown[:-1], answer_message(last, answer)]
         return {
-            **counts(update),
+            **_counts(update),
             "messages": shown,
             "answer": answer,
             "status": "completed" if done else "max_iterations",
@@ -488,15 +492,10 @@ class PlainTurns:
     answering its own new question cut where the tool's answer belongs.
 
     Attributes:
-        answer_steps: Graph steps that must still follow a turn for the answer to come.
-        turn_steps: Graph steps that must still follow a turn for another turn and the
-            answer.
-        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+        steps: The graph steps a turn must leave for what follows it.
     """
 
-    answer_steps: int
-    turn_steps: int
-    tool_steps: Callable[[LoopSettings], int]
+    steps: TurnSteps
 
     def call(
         self,
@@ -516,14 +515,14 @@ class PlainTurns:
             )
             try:
                 reply, update = yield from call_model(call)
-                return {**counts(update), "messages": [reply], "tool_mode": mode}
+                return {**_counts(update), "messages": [reply], "tool_mode": mode}
             except Exception as exc:
                 if not (run.tool_mode == "auto" and is_form_rejection(exc)):
                     raise
                 rejected, mode = failed_calls(exc), "text"
         reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
         update["llm_calls"] += rejected
-        return {**counts(update), "messages": [reply], "tool_mode": mode}
+        return {**_counts(update), "messages": [reply], "tool_mode": mode}
 
     def required(self, run: LoopSettings, state: SelfAskState) -> str | None:
         """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
@@ -538,7 +537,7 @@ class PlainTurns:
         """Whether another turn fits: calls left in ``max_iterations`` and graph steps left
         for it and the answer."""
         made = scratch_of(state).get("iterations", 0)
-        return made < run.max_iterations and steps_left(state, self.turn_steps)
+        return made < run.max_iterations and steps_left(state, self.steps.turn)
 
     def parse(self, state: SelfAskState, run: LoopSettings, reply: AIMessage) -> SelfAskState:
         """Read a reply in the run's mode: the answer, a follow-up for the tools (the reply
@@ -572,7 +571,7 @@ class PlainTurns:
                     "messages": [*update["messages"], ask],
                     "scratch": {"shortened": True, "seen": ask.id or ""},
                 }
-            if steps_left(state, self.answer_steps):  # final_answer asks for it, as at the budget
+            if steps_left(state, self.steps.answer):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
             return {**update, "status": "max_iterations", "answer": answer}
@@ -594,7 +593,7 @@ class PlainTurns:
             args = turn.tool_input if turn.kind == "tool" else turn.question
             calls = [ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())]
             questions = [turn.question or _args_text(args)]
-        if calls and steps_left(state, self.tool_steps(run)):
+        if calls and steps_left(state, self.steps.tools(run)):
             pending = [
                 PendingFollowUp(id=call["id"] or "", name=call["name"], question=question)
                 for call, question in zip(calls, questions, strict=True)
@@ -608,7 +607,7 @@ class PlainTurns:
         if not calls and self.can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
             update["messages"] = [*update["messages"], HumanMessage(prompt)]
-        elif not steps_left(state, self.answer_steps):
+        elif not steps_left(state, self.steps.answer):
             answer = _best_effort(follow_ups, state["messages"])
             update.update({"status": "max_iterations", "answer": answer})
         return update
@@ -629,8 +628,9 @@ def build_self_ask(
         """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
         return after + bool(run.review) + 1 + model_steps
 
-    plain_turns = PlainTurns(answer_steps, turn_steps, tool_steps)
-    guided_turns = GuidedTurns(settings, answer_steps, tool_steps)
+    steps = TurnSteps(answer_steps, turn_steps, tool_steps)
+    plain_turns = PlainTurns(steps)
+    guided_turns = GuidedTurns(settings, steps)
 
     def opening(state: SelfAskState, run: LoopSettings) -> dict[str, object]:
         update: dict[str, object] = {
@@ -750,21 +750,18 @@ def build_self_ask(
         settings=settings,
         tools_node="call_tool",
     )
-    review = ["review"] if settings.review else []
     # The steps a router leads to are added first, so that its answers lead through
     # their hook nodes.
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, settings, model_step=True)
-    if review:
-        builder.add_node("review", review_node(settings))
-    add_routed_step(
+    add_review(builder, settings, route_reviewed, ["generate", "final_answer"])
+    add_tool_turn(
         builder,
+        settings,
         "generate",
         generate,
-        settings,
-        route_generated,
-        [*review, "call_tool", "generate", "final_answer"],
-        model_step=True,
+        targets=["generate", "final_answer"],
+        router=route_generated,
     )
     add_start(
         builder,
@@ -775,8 +772,6 @@ def build_self_ask(
         scratch={"iterations": 0},
     )
     route(builder, "call_tool", route_tools, ["generate", "final_answer"])
-    if review:
-        route(builder, "review", route_reviewed, ["call_tool", "generate", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 
@@ -831,6 +826,5 @@ def create_self_ask_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_follow_ups", max_follow_ups)
-    settings = make_settings("self_ask", model, tools, options, max_iterations=max_follow_ups)
-    builder = build_self_ask(settings, options)
-    return compile_loop(builder, settings, options, default_name="self_ask")
+    build = partial(build_self_ask, options=options)
+    return compiled_loop("self_ask", build, model, tools, options, max_iterations=max_follow_ups)
