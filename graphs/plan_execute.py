@@ -145,20 +145,6 @@ class PlanExecuteState(PlanExecuteOutput, LoopState, total=False):
     request: str
 
 
-def call_budget(
-    *,
-    max_steps: int = 7,
-    max_step_iterations: int = 5,
-    replan: bool = False,
-    tool_selection: bool = False,
-) -> int:
-    """Most model replies one run can take (see ``create_plan_execute_graph``)."""
-    selection = SELECTION_CALLS * max_steps if tool_selection else 0
-    steps = max_step_iterations + 1 + STEP_MIN_CALLS * (max_steps - 1) + selection
-    replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
-    return PLANNER_CALLS + steps + replans + SYNTHESIS_CALLS
-
-
 def numbered(steps: Sequence[str]) -> str:
     return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
 
@@ -465,6 +451,20 @@ def build_plan_execute(
         route(builder, "replan", route_replanned, ["execute", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder
+
+
+def call_budget(
+    *,
+    max_steps: int = 7,
+    max_step_iterations: int = 5,
+    replan: bool = False,
+    tool_selection: bool = False,
+) -> int:
+    """Most model replies one run can take (see ``create_plan_execute_graph``)."""
+    selection = SELECTION_CALLS * max_steps if tool_selection else 0
+    steps = max_step_iterations + 1 + STEP_MIN_CALLS * (max_steps - 1) + selection
+    replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
+    return PLANNER_CALLS + steps + replans + SYNTHESIS_CALLS
 
 
 def create_plan_execute_graph(

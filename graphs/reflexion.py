@@ -174,14 +174,6 @@ def reflect_on(
     return text, update
 
 
-def call_budget(
-    *, max_reflections: int = 3, max_iterations: int = 10, tool_selection: bool = False
-) -> int:
-    """Most model replies one run can take (see ``create_reflexion_graph``)."""
-    per_episode = max_iterations + 1 + (2 if tool_selection else 0)
-    return max_reflections * per_episode + max_reflections * EVALUATOR_CALLS + max_reflections - 1
-
-
 def with_reflections(
     conversation: Sequence[AnyMessage], reflections: Sequence[str]
 ) -> list[AnyMessage]:
@@ -334,6 +326,14 @@ def build_reflexion(
     route(builder, "evaluate", while_running("reflect"), ["reflect"])
     route(builder, "reflect", lambda state: "generate", ["generate"])
     return builder
+
+
+def call_budget(
+    *, max_reflections: int = 3, max_iterations: int = 10, tool_selection: bool = False
+) -> int:
+    """Most model replies one run can take (see ``create_reflexion_graph``)."""
+    per_episode = max_iterations + 1 + (2 if tool_selection else 0)
+    return max_reflections * per_episode + max_reflections * EVALUATOR_CALLS + max_reflections - 1
 
 
 def create_reflexion_graph(

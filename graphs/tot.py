@@ -386,8 +386,8 @@ def create_tot_graph(
     n_branches: int = 3,
     beam_width: int = 2,
     max_depth: int = 3,
-    scoring: str = "batched",
-    generation: str = "propose",
+    scoring: Literal["batched", "per_branch"] = "batched",
+    generation: Literal["propose", "sample"] = "propose",
     **options: Unpack[LoopOptions],
 ) -> CompiledLoop:
     """Build the Tree-of-Thoughts loop: a beam search over lines of reasoning.
