@@ -146,13 +146,16 @@ def build_react(
         reply: AIMessage,
         iterations: int,
         again: str = prompts.SHORT_ANSWER,
-    ) -> dict[str, Any]:
+    ) -> ReActState:
         """A reply cut at the token cap, or a final answer that says nothing (see
         ``says_nothing``), is not an answer: ask once more (``again``) while turns are
         left; else end, not completed, without an answer (see ``answer_check``)."""
         if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
             ask = loop_prompt(again)
-            return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
+            return {
+                "messages": [reply, ask],
+                "scratch": {"shortened": True, "seen": ask.id or ""},
+            }
         return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
     def final_answer(state: ReActState, step: Step) -> Logic:

@@ -188,7 +188,7 @@ def with_reflections(
         if isinstance(message, HumanMessage):
             content = message.content
             if isinstance(content, str):
-                merged: Any = block + content
+                merged: str | list[str | dict[str, object]] = block + content
             else:
                 merged = [{"type": "text", "text": block}, *content]
             copy_id = f"{message.id}{LESSONS_ID}" if message.id else None
@@ -256,7 +256,7 @@ def build_reflexion(
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
-    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, Any]:
+    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, object]:
         return {
             "request": question_text(state.get("messages", [])),
             "episode": 0,
@@ -272,13 +272,13 @@ def build_reflexion(
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             **spent,
             "episode": state.get("episode", 0) + 1,
             "messages": carried,
         }
         if start is not None:
-            update["scratch"] = {**update.get("scratch", {}), "transcript_start": start}
+            update["scratch"] = {**spent.get("scratch", {}), "transcript_start": start}
         if status == "error":
             return {
                 **update,

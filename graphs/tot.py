@@ -15,7 +15,7 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -64,7 +64,7 @@ THOUGHT_TOKENS = 32
 THOUGHT_END = "\n\n"
 
 
-def proposal_settings(count: int) -> dict[str, Any]:
+def proposal_settings(count: int) -> dict[str, object]:
     """Request settings of a proposal of ``count`` thoughts on the embedded small model:
     ``THOUGHT_TOKENS`` per thought, and the reply ends where the list does (a blank line,
     or the item after the last one asked for)."""
@@ -180,8 +180,8 @@ def build_tot(
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
 
-    def opening(state: ToTState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
+    def opening(state: ToTState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
             "depth": 0,
@@ -290,7 +290,7 @@ def build_tot(
             Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
             for i in order[:beam_width]
         ]
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             **update,
             "branches": beam,
             "depth": depth,
