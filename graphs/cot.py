@@ -7,7 +7,7 @@ Graph: ``prepare → generate → parse → END``, with ``vote`` after ``parse``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import partial
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -15,8 +15,9 @@ from langgraph.graph import END
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.nodes.answer_check import settle_answer, unusable
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
@@ -26,7 +27,7 @@ from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import CompiledLoop, LoopBuilder, LoopState, OutputState, scratch_of
 
@@ -82,14 +83,14 @@ def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
 
 
 def build_cot(
-    settings: LoopSettings, self_consistency: int, options: Mapping[str, Any] | None = None
+    settings: LoopSettings, self_consistency: int, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Chain-of-Thought graph."""
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def opening(state: CoTState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {"samples": [], "answers": [], "votes": {}}
+    def opening(state: CoTState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {"samples": [], "answers": [], "votes": {}}
         if not steps_left(state, needed):
             update.update(status="max_iterations", answer="")
         return update
@@ -113,19 +114,19 @@ def build_cot(
         samples = ["" if cut_short(o.reply) else content_text(o.reply.content) for o in outcomes]
         return {**update, "samples": samples}
 
-    def parse(state: CoTState) -> dict[str, Any]:
+    def parse(state: CoTState) -> dict[str, object]:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
         status = "completed" if any(state.get("samples", [])) else "max_iterations"
-        update: dict[str, Any] = {"answers": answers, "answer": answer, "status": status}
+        update: dict[str, object] = {"answers": answers, "answer": answer, "status": status}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
         return settle_answer(state, update)
 
-    def vote(state: CoTState) -> dict[str, Any]:
+    def vote(state: CoTState) -> dict[str, object]:
         answers = state.get("answers", [])
         messages, start = state["messages"], scratch_of(state).get("transcript_start", 0)
         # A sample that only repeats a prompt or the question gets no vote.
@@ -191,6 +192,5 @@ def create_cot_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("self_consistency", self_consistency)
-    settings = make_settings("cot", model, None, options, takes_tools=False)
-    builder = build_cot(settings, self_consistency, options)
-    return compile_loop(builder, settings, options, default_name="cot")
+    build = partial(build_cot, self_consistency=self_consistency, options=options)
+    return compiled_loop("cot", build, model, None, options, takes_tools=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,19 +22,16 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCal
 from langgraph.graph import END
 from langgraph.types import Send
 from pydantic import BaseModel, Field
+from pydantic.json_schema import JsonDict
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.answer_check import unusable
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step
-from loopgraphs.nodes.generate import (
-    answer_message,
-    call_model,
-    short_again,
-    spent_together,
-)
+from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
@@ -42,23 +40,18 @@ from loopgraphs.nodes.parsing.critic import (
     CheckedClaim,
     Claim,
     Critique,
+    ToolInput,
     make_claim,
     parse_critique,
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
-from loopgraphs.nodes.tool_loop import pending_step, review_node
+from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     CompiledLoop,
@@ -80,7 +73,7 @@ class ClaimCheck(BaseModel):
 
     claim: str = Field(default="", description="The claim, as the draft states it.")
     tool: str = Field(default="", description="Name of the tool that can verify the claim.")
-    tool_input: str | dict[str, Any] = Field(
+    tool_input: ToolInput = Field(
         default="", description="Input for the tool: text, or the tool's JSON arguments."
     )
 
@@ -131,7 +124,7 @@ class CriticState(CriticOutput, LoopState, total=False):
     pending: list[PendingClaim]
 
 
-def _input_text(value: Any) -> str:
+def _input_text(value: ToolInput) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -230,7 +223,9 @@ def _text_critique_text(tools: ToolRegistry) -> str:
     )
 
 
-def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
+def build_critic(
+    settings: LoopSettings, options: Mapping[str, object] | None = None
+) -> LoopBuilder:
     """The uncompiled CRITIC graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -246,8 +241,8 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         """After a draft or a revision: its hooks, then a critique and its checks."""
         return after + before + 1 + check_steps(run)
 
-    def opening(state: CriticState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
+    def opening(state: CriticState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {
             "draft": "",
             "claims": [],
             "round": 0,
@@ -267,7 +262,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         if cut_short(reply):  # asked again and still cut: no draft to check
             return {**update, "messages": shown, "status": "max_iterations", "answer": ""}
         draft = content_text(reply.content).strip()
-        done: dict[str, Any] = {}
+        done: CriticState = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
         elif not steps_left(state, round_steps(run)):
@@ -302,7 +297,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         round_update = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
-            schema: Any = RequiredCritique if require else CritiqueReport
+            schema: type[BaseModel] | JsonDict = RequiredCritique if require else CritiqueReport
             if guided:
                 words = words_of(request_of(state), draft)
                 schema = critique_schema(run.tools, words, required=require)
@@ -344,9 +339,7 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         written = checks(state, run, _critique_of(data, text), text)
         return {**update, **round_update, **written}
 
-    def checks(
-        state: Mapping[str, Any], run: LoopSettings, found: Critique, text: str
-    ) -> dict[str, Any]:
+    def checks(state: CriticState, run: LoopSettings, found: Critique, text: str) -> CriticState:
         """What a critique writes: the end of the run when it accepts the draft (or names
         no claim, or no steps are left for a check), else the round's checks as one
         assistant message with the critique as its text, and the claims waiting for
@@ -412,30 +405,26 @@ def build_critic(settings: LoopSettings, options: Mapping[str, Any] | None = Non
         settings=settings,
         tools_node="call_tool",
     )
-    review = ["review"] if settings.review else []
     add_step(builder, "generate", generate, settings, model_step=True)
-    add_routed_step(
+    add_tool_turn(
         builder,
+        settings,
         "critique",
         critique,
-        settings,
-        route_critique,
-        [*review, "call_tool", "revise"],
-        model_step=True,
+        targets=["revise"],
+        router=route_critique,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "revise", revise, settings, model_step=True)
     add_start(builder, settings, opening, while_running("generate"), ["generate"])
     route(builder, "generate", while_running("critique"), ["critique"])
     builder.add_edge("call_tool", "revise")
-    if review:
-        builder.add_node("review", review_node(settings))
-        route(
-            builder,
-            "review",
-            lambda state: dispatch(pending_calls(state["messages"])) or "revise",
-            ["call_tool", "revise"],
-        )
+    add_review(
+        builder,
+        settings,
+        lambda state: dispatch(pending_calls(state["messages"])) or "revise",
+        ["revise"],
+    )
     route(builder, "revise", while_running("critique"), ["critique"])
     return builder
 
@@ -497,6 +486,5 @@ def create_critic_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_critique_rounds", max_critique_rounds)
-    settings = make_settings("critic", model, tools, options, max_iterations=max_critique_rounds)
-    builder = build_critic(settings, options)
-    return compile_loop(builder, settings, options, default_name="critic")
+    build = partial(build_critic, options=options)
+    return compiled_loop("critic", build, model, tools, options, max_iterations=max_critique_rounds)

@@ -13,7 +13,8 @@ sentences that share the most words with it. The graph's nodes are in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic.json_schema import JsonDict, JsonValue
 
 from loopgraphs.nodes.grounding import closed_object, grounded_string, takes_one_input, words_of
 from loopgraphs.nodes.parsing.critic import CheckedClaim
@@ -29,7 +30,7 @@ VERDICT_WORDS = "true false yes no correct incorrect not the is was in of"
 """Words a revision may use besides the question, the draft and the evidence."""
 
 
-def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool) -> dict[str, Any]:
+def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool) -> JsonDict:
     """JSON schema of a guided critique: up to ``GUIDED_CLAIMS`` claims, each with a run
     tool and its input, grounded in ``words``; at least one when ``required``, else after
     a ``verified`` flag.
@@ -43,7 +44,7 @@ def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool
         The schema, named ``critique``.
     """
     claim = grounded_string(words, most=CLAIM_WORDS, end=".")
-    items = []
+    items: list[JsonValue] = []
     for item in tools.schemas():
         tool_input = (
             grounded_string(words, most=INPUT_WORDS)
@@ -55,7 +56,7 @@ def critique_schema(tools: ToolRegistry, words: Sequence[str], *, required: bool
                 {"claim": claim, "tool": {"const": item["name"]}, "tool_input": tool_input}
             )
         )
-    claims: dict[str, Any] = {
+    claims: JsonDict = {
         "type": "array",
         "items": {"anyOf": items},
         "minItems": 1 if required else 0,
@@ -85,7 +86,7 @@ def evidence(claims: Sequence[CheckedClaim]) -> list[CheckedClaim]:
     ]
 
 
-def revision_schema(request: str, draft: str, claims: Sequence[CheckedClaim]) -> dict[str, Any]:
+def revision_schema(request: str, draft: str, claims: Sequence[CheckedClaim]) -> JsonDict:
     """JSON schema of a guided revision: ``{"answer": ...}`` written from the words of the
     question, the draft, the evidence (as ``evidence`` shows it) and ``VERDICT_WORDS``."""
     shown = " ".join(item["observation"] for item in claims)

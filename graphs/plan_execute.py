@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -29,6 +28,7 @@ from pydantic.json_schema import JsonDict
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import (
     ReactSubgraph,
@@ -36,16 +36,11 @@ from loopgraphs.graphs.react_subgraph import (
     ended_by_hook,
     tool_work,
 )
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step, node_callable
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_send import RequestForm
-from loopgraphs.nodes.parsing.plans import (
-    clean_steps,
-    plan_from_text,
-    sized_plan,
-    update_from_text,
-)
+from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, sized_plan, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
@@ -55,7 +50,6 @@ from loopgraphs.nodes.settings import (
     ToolsArg,
     check_flag,
     check_positive,
-    make_settings,
 )
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
@@ -90,7 +84,7 @@ STEP_CHARS = 300  # of one planned step, in the schema the model is asked to fil
 class _Steps(BaseModel):
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         if isinstance(data, dict) and "steps" not in data:
             for key in ("plan", "tasks", "remaining", "remaining_steps"):
                 if key in data:
@@ -99,7 +93,7 @@ class _Steps(BaseModel):
 
     @field_validator("steps", mode="before", check_fields=False)
     @classmethod
-    def _clean(cls, value: Any) -> Any:
+    def _clean(cls, value: object) -> object:
         return clean_steps(value)
 
 
@@ -151,25 +145,11 @@ class PlanExecuteState(PlanExecuteOutput, LoopState, total=False):
     request: str
 
 
-def call_budget(
-    *,
-    max_steps: int = 7,
-    max_step_iterations: int = 5,
-    replan: bool = False,
-    tool_selection: bool = False,
-) -> int:
-    """Most model replies one run can take (see ``create_plan_execute_graph``)."""
-    selection = SELECTION_CALLS * max_steps if tool_selection else 0
-    steps = max_step_iterations + 1 + STEP_MIN_CALLS * (max_steps - 1) + selection
-    replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
-    return PLANNER_CALLS + steps + replans + SYNTHESIS_CALLS
-
-
 def numbered(steps: Sequence[str]) -> str:
     return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
 
 
-def results_room(model: Any) -> int | None:
+def results_room(model: object) -> int | None:
     """Characters the earlier results may take in one prompt to ``model``: half of its
     context window (its profile's ``max_input_tokens``) less its reply cap, the other half
     left to the rest of the prompt; None when the profile does not say."""
@@ -211,13 +191,14 @@ def step_failed(record: StepResult) -> bool:
     return record["status"] != "completed" or not record["result"].strip()
 
 
-def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str, Any]:
+def review_decision(decision: object, steps: list[str], max_steps: int) -> PlanExecuteState:
     """Apply a human's decision on the plan; raise ValueError on a malformed one."""
-    kind = decision.get("type") if isinstance(decision, dict) else None
+    given: Mapping[str, object] = decision if isinstance(decision, dict) else {}
+    kind = given.get("type")
     if kind == "approve":
         return {}
     if kind == "edit":
-        edited = decision.get("steps")
+        edited = given.get("steps")
         if (
             not isinstance(edited, list)
             or not edited
@@ -233,7 +214,7 @@ def review_decision(decision: Any, steps: list[str], max_steps: int) -> dict[str
             )
         return {"plan": [step.strip() for step in edited]}
     if kind == "reject":
-        message = str(decision.get("message") or "no reason given")
+        message = str(given.get("message") or "no reason given")
         return {"status": "error", "error": f"plan rejected: {message}", "answer": ""}
     raise ValueError(
         "resume with {'type': 'approve'}, {'type': 'edit', 'steps': [...]} or "
@@ -248,7 +229,7 @@ def build_plan_execute(
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> LoopBuilder:
     """The uncompiled Plan-and-Execute graph for ``settings``."""
     react = ReactSubgraph(
@@ -288,7 +269,7 @@ def build_plan_execute(
             or not step_iterations(state, runtime)
         )
 
-    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, Any]:
+    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, object]:
         return {
             "request": question_text(state.get("messages", [])),
             "plan": [],
@@ -318,7 +299,7 @@ def build_plan_execute(
         steps = sized_plan(steps, request_of(state))
         return {**result.state_update(), "plan": steps or ["Answer the request."]}
 
-    def review_plan(state: PlanExecuteState) -> dict[str, Any]:
+    def review_plan(state: PlanExecuteState) -> PlanExecuteState:
         steps = list(state.get("plan") or [])
         decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
@@ -344,7 +325,7 @@ def build_plan_execute(
         status: Status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         record = StepResult(step=steps[index], result=result, status=status)
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             **spent,
             "step_results": [*done, record],
             "current_step": index + 1,
@@ -472,6 +453,20 @@ def build_plan_execute(
     return builder
 
 
+def call_budget(
+    *,
+    max_steps: int = 7,
+    max_step_iterations: int = 5,
+    replan: bool = False,
+    tool_selection: bool = False,
+) -> int:
+    """Most model replies one run can take (see ``create_plan_execute_graph``)."""
+    selection = SELECTION_CALLS * max_steps if tool_selection else 0
+    steps = max_step_iterations + 1 + STEP_MIN_CALLS * (max_steps - 1) + selection
+    replans = REPLAN_CALLS * (max_steps - 1) if replan else 0
+    return PLANNER_CALLS + steps + replans + SYNTHESIS_CALLS
+
+
 def create_plan_execute_graph(
     model: BaseChatModel | str | None,
     tools: ToolsArg = None,
@@ -538,13 +533,15 @@ def create_plan_execute_graph(
     """
     check_positive("max_steps", max_steps)
     check_positive("max_step_iterations", max_step_iterations)
-    settings = make_settings("plan_execute", model, tools, options)
-    builder = build_plan_execute(
-        settings,
-        max_steps=max_steps,
-        max_step_iterations=max_step_iterations,
-        replan=check_flag("replan", replan),
-        approve_plan=check_flag("approve_plan", approve_plan),
-        options=options,
-    )
-    return compile_loop(builder, settings, options, default_name="plan_execute")
+
+    def build(settings: LoopSettings) -> LoopBuilder:
+        return build_plan_execute(
+            settings,
+            max_steps=max_steps,
+            max_step_iterations=max_step_iterations,
+            replan=check_flag("replan", replan),
+            approve_plan=check_flag("approve_plan", approve_plan),
+            options=options,
+        )
+
+    return compiled_loop("plan_execute", build, model, tools, options)

@@ -21,9 +21,10 @@ from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
 from loopgraphs.nodes.model_send import RequestForm
@@ -34,18 +35,12 @@ from loopgraphs.nodes.parsing.text import (
     cut_short,
     final_answer_of,
 )
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_flag,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_flag
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import pending_step, review_node, tool_budget_spent
+from loopgraphs.nodes.tool_loop import pending_step, tool_budget_spent
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -66,7 +61,7 @@ STEPS_TO_FINISH = 4
 
 def build_react(
     settings: LoopSettings,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     *,
     synthesize_answer: bool = False,
     agent_hooks: bool = True,
@@ -151,13 +146,16 @@ def build_react(
         reply: AIMessage,
         iterations: int,
         again: str = prompts.SHORT_ANSWER,
-    ) -> dict[str, Any]:
+    ) -> ReActState:
         """A reply cut at the token cap, or a final answer that says nothing (see
         ``says_nothing``), is not an answer: ask once more (``again``) while turns are
         left; else end, not completed, without an answer (see ``answer_check``)."""
         if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
             ask = loop_prompt(again)
-            return {"messages": [reply, ask], "scratch": {"shortened": True, "seen": ask.id}}
+            return {
+                "messages": [reply, ask],
+                "scratch": {"shortened": True, "seen": ask.id or ""},
+            }
         return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
     def final_answer(state: ReActState, step: Step) -> Logic:
@@ -239,16 +237,14 @@ def build_react(
         agent_hooks=agent_hooks,
     )
     finish = ["synthesize"] if synthesize_answer else []
-    review = ["review"] if settings.review else []
     add_step(builder, "select_tools", select_tools, settings, model_step=True)
-    add_routed_step(
+    add_tool_turn(
         builder,
+        settings,
         "generate",
         generate,
-        settings,
-        route_generated,
-        ["select_tools", *review, "call_tool", "generate", "final_answer", *finish],
-        model_step=True,
+        targets=["select_tools", "generate", "final_answer", *finish],
+        router=route_generated,
         settles_answer=True,
     )
     builder.add_node("call_tool", ToolStep(settings).graph_node())
@@ -263,14 +259,7 @@ def build_react(
     add_step(builder, "final_answer", final_answer, settings, model_step=True, settles_answer=True)
     route(builder, "select_tools", lambda state: "generate", ["generate"])
     builder.add_edge("call_tool", "generate")
-    if review:
-        builder.add_node("review", review_node(settings))
-        route(
-            builder,
-            "review",
-            lambda state: dispatch(pending_calls(state["messages"])),
-            ["call_tool"],
-        )
+    add_review(builder, settings, lambda state: dispatch(pending_calls(state["messages"])))
     if synthesize_answer:
         add_step(builder, "synthesize", synthesize, settings, model_step=True, settles_answer=True)
         route(builder, "final_answer", lambda state: "synthesize", ["synthesize"])
@@ -330,8 +319,9 @@ def create_react_graph(
     Raises:
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
-    settings = make_settings("react", model, tools, options, max_iterations=max_iterations)
-    builder = build_react(
-        settings, options, synthesize_answer=check_flag("synthesize_answer", synthesize_answer)
-    )
-    return compile_loop(builder, settings, options, default_name="react")
+
+    def build(settings: LoopSettings) -> LoopBuilder:
+        synthesize = check_flag("synthesize_answer", synthesize_answer)
+        return build_react(settings, options, synthesize_answer=synthesize)
+
+    return compiled_loop("react", build, model, tools, options, max_iterations=max_iterations)

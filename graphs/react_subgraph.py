@@ -40,7 +40,7 @@ class ReactCall(Call):
     """
 
     max_iterations: int = 10
-    context: Any = None  # the run context for the subgraph; None: the caller's
+    context: object = None  # the run context for the subgraph; None: the caller's
     earlier: tuple[AnyMessage, ...] = ()  # the run's calls and results before this run
 
     def _config(self, config: RunnableConfig) -> RunnableConfig:
@@ -62,7 +62,7 @@ class ReactSubgraph:
     own state keys go into every run and come back from it, so tools can read and update
     them."""
 
-    def __init__(self, settings: LoopSettings, options: Mapping[str, Any]) -> None:
+    def __init__(self, settings: LoopSettings, options: Mapping[str, object]) -> None:
         self.settings = dataclasses.replace(settings, response_format=None, step_run=True)
         self.graph = build_react(
             self.settings, subgraph_options(options), agent_hooks=False
@@ -70,7 +70,7 @@ class ReactSubgraph:
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
 
-    def limited(self, runtime: LoopRuntime, max_iterations: int) -> Any:
+    def limited(self, runtime: LoopRuntime, max_iterations: int) -> object:
         """The run context that gives ReAct ``max_iterations`` iterations: the caller's
         context with that value, of the same kind; None when it is not below the run's
         own budget, or when the context's type has no ``max_iterations`` field."""
@@ -155,7 +155,7 @@ class ReactSubgraph:
 _ABSENT = object()
 
 
-def ended_by_hook(out: Mapping[str, Any]) -> bool:
+def ended_by_hook(out: Mapping[str, object]) -> bool:
     """Whether a middleware hook ended the inner run ``out`` (a ``before_model`` jump to
     the end, or an ``after_model`` hook's closing message), which ends the calling loop."""
     return bool(scratch_of(out).get("hook_ended"))
@@ -232,7 +232,7 @@ def carried_back(reducer: Callable[[Any, Any], Any] | None, before: Any, after: 
     """
     if reducer is None or before is _ABSENT:
         return after
-    candidates: list[Any] = [after]
+    candidates: list[object] = [after]
     if isinstance(after, (list, tuple, str)) and after[: len(before)] == before:
         candidates.insert(0, after[len(before) :])
     elif isinstance(after, (int, float)) and isinstance(before, (int, float)):

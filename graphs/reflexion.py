@@ -18,6 +18,7 @@ turns in a row, which strict chat templates reject.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -27,8 +28,9 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, add_step
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
@@ -37,13 +39,7 @@ from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import (
@@ -178,14 +174,6 @@ def reflect_on(
     return text, update
 
 
-def call_budget(
-    *, max_reflections: int = 3, max_iterations: int = 10, tool_selection: bool = False
-) -> int:
-    """Most model replies one run can take (see ``create_reflexion_graph``)."""
-    per_episode = max_iterations + 1 + (2 if tool_selection else 0)
-    return max_reflections * per_episode + max_reflections * EVALUATOR_CALLS + max_reflections - 1
-
-
 def with_reflections(
     conversation: Sequence[AnyMessage], reflections: Sequence[str]
 ) -> list[AnyMessage]:
@@ -200,7 +188,7 @@ def with_reflections(
         if isinstance(message, HumanMessage):
             content = message.content
             if isinstance(content, str):
-                merged: Any = block + content
+                merged: str | list[str | dict[str, object]] = block + content
             else:
                 merged = [{"type": "text", "text": block}, *content]
             copy_id = f"{message.id}{LESSONS_ID}" if message.id else None
@@ -263,12 +251,12 @@ def episode_update(
 
 
 def build_reflexion(
-    settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, Any] | None = None
+    settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
-    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, Any]:
+    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, object]:
         return {
             "request": question_text(state.get("messages", [])),
             "episode": 0,
@@ -284,13 +272,13 @@ def build_reflexion(
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             **spent,
             "episode": state.get("episode", 0) + 1,
             "messages": carried,
         }
         if start is not None:
-            update["scratch"] = {**update.get("scratch", {}), "transcript_start": start}
+            update["scratch"] = {**spent.get("scratch", {}), "transcript_start": start}
         if status == "error":
             return {
                 **update,
@@ -340,6 +328,14 @@ def build_reflexion(
     return builder
 
 
+def call_budget(
+    *, max_reflections: int = 3, max_iterations: int = 10, tool_selection: bool = False
+) -> int:
+    """Most model replies one run can take (see ``create_reflexion_graph``)."""
+    per_episode = max_iterations + 1 + (2 if tool_selection else 0)
+    return max_reflections * per_episode + max_reflections * EVALUATOR_CALLS + max_reflections - 1
+
+
 def create_reflexion_graph(
     model: BaseChatModel | str | None,
     tools: ToolsArg = None,
@@ -382,6 +378,5 @@ def create_reflexion_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_reflections", max_reflections)
-    settings = make_settings("reflexion", model, tools, options, max_iterations=max_iterations)
-    builder = build_reflexion(settings, max_reflections=max_reflections, options=options)
-    return compile_loop(builder, settings, options, default_name="reflexion")
+    build = partial(build_reflexion, max_reflections=max_reflections, options=options)
+    return compiled_loop("reflexion", build, model, tools, options, max_iterations=max_iterations)

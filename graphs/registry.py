@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from langchain_core.language_models import BaseChatModel
 
 from loopgraphs.graphs.cot import create_cot_graph
 from loopgraphs.graphs.critic import create_critic_graph
@@ -13,7 +14,7 @@ from loopgraphs.graphs.react import create_react_graph
 from loopgraphs.graphs.reflexion import create_reflexion_graph
 from loopgraphs.graphs.self_ask import create_self_ask_graph
 from loopgraphs.graphs.tot import create_tot_graph
-from loopgraphs.nodes.settings import declare_loop
+from loopgraphs.nodes.settings import ToolsArg, declare_loop
 from loopgraphs.state import CompiledLoop
 
 Factory = Callable[..., CompiledLoop]
@@ -43,12 +44,14 @@ class LoopSpec:
     takes_tools: bool
     budget_option: str
     budget_default: int
-    studio_options: Mapping[str, Any] = field(default_factory=dict)
+    studio_options: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         declare_loop(self.name, self.factory)
 
-    def build(self, model: Any, tools: Any = (), **options: Any) -> CompiledLoop:
+    def build(
+        self, model: BaseChatModel | str | None, tools: ToolsArg = (), **options: object
+    ) -> CompiledLoop:
         """Build the loop; ``tools`` are dropped for loops that take none."""
         if self.takes_tools:
             return self.factory(model, list(tools or ()), **options)
@@ -133,7 +136,9 @@ def get_spec(name: str) -> LoopSpec:
     return LOOP_SPECS[name]
 
 
-def build_loop(loop: str, model: Any, tools: Any = (), /, **options: Any) -> CompiledLoop:
+def build_loop(
+    loop: str, model: BaseChatModel | str | None, tools: ToolsArg = (), /, **options: object
+) -> CompiledLoop:
     """Build a loop by name, e.g. ``build_loop("react", model, [calculator])``.
 
     The first three arguments are positional only, so that every option, the compile

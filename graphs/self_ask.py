@@ -21,25 +21,20 @@ import json
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Any, cast
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolCall,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
+    FollowUp,
     asked_before,
     copies_example,
     fact_of,
@@ -57,8 +52,8 @@ from loopgraphs.graphs.self_ask_guided import (
     worked_example,
 )
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.build import compile_loop, new_graph
-from loopgraphs.nodes.driver import Logic, LogicOf, add_step
+from loopgraphs.nodes.build import new_graph
+from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
     answer_message,
@@ -69,6 +64,7 @@ from loopgraphs.nodes.generate import (
     spent_together,
 )
 from loopgraphs.nodes.grounding import tool_for
+from loopgraphs.nodes.model_call import ModelCall
 from loopgraphs.nodes.model_send import RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
@@ -79,38 +75,28 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
-from loopgraphs.nodes.routing import add_routed_step, route, steps_left, while_running
+from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import (
-    LoopSettings,
-    ToolLoopOptions,
-    ToolsArg,
-    check_positive,
-    make_settings,
-)
+from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import unfence
-from loopgraphs.nodes.tool_loop import pending_step, review_node
+from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
+    Bookkeeping,
     CompiledLoop,
     LoopBuilder,
     LoopRuntime,
     LoopState,
     OutputState,
+    empty_usage,
     request_of,
     scratch_of,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
 
-
-class FollowUp(TypedDict):
-    """A follow-up question of the run: its ``answer`` (the intermediate answer; "" while
-    unanswered) and the ``tool`` that answered it (None when the model answered itself)."""
-
-    question: str
-    answer: str
-    tool: str | None
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 
 class PendingFollowUp(TypedDict):
@@ -159,7 +145,13 @@ def _without_calls(message: AIMessage) -> AIMessage:
     )
 
 
-def _args_text(args: Any) -> str:
+def _counts(spent: Mapping[str, Any]) -> SelfAskState:
+    """The ``llm_calls``/``usage`` update of model calls (``call_model``'s, say) as an
+    update of the loop's state."""
+    return {"llm_calls": spent["llm_calls"], "usage": spent["usage"]}
+
+
+def _args_text(args: dict[str, object] | str) -> str:
     if isinstance(args, dict) and len(args) == 1:
         return str(next(iter(args.values())))
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
@@ -293,6 +285,21 @@ def _best_effort(follow_ups: Sequence[FollowUp], messages: Sequence[AnyMessage])
 
 
 @dataclass(frozen=True)
+class TurnSteps:
+    """The graph steps that must still follow a Self-Ask turn (see ``steps_left``).
+
+    Attributes:
+        answer: For the answer to come.
+        turn: For another turn and the answer.
+        tools: For a turn asking follow-ups, with the run's settings (a review is one more).
+    """
+
+    answer: int
+    turn: int
+    tools: Callable[[LoopSettings], int]
+
+
+@dataclass(frozen=True)
 class GuidedTurns:
     """Self-Ask's turns on a model it guides (json and text modes on a small model, see
     ``guided``): each turn reads a short scratchpad after one worked example, each tool
@@ -302,23 +309,21 @@ class GuidedTurns:
 
     Attributes:
         settings: The loop's settings (each step resolves them for its run).
-        answer_steps: Graph steps that must still follow a turn for the answer to come.
-        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+        steps: The graph steps a turn must leave for what follows it.
     """
 
     settings: LoopSettings
-    answer_steps: int
-    tool_steps: Callable[[LoopSettings], int]
+    steps: TurnSteps
 
     def call(
         self,
         run: LoopSettings,
-        state: Mapping[str, Any],
+        state: SelfAskState,
         messages: Sequence[AnyMessage],
         runtime: LoopRuntime,
         *,
         final: bool,
-    ) -> Generator[Any, Any, tuple[AIMessage, dict[str, Any]]]:
+    ) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
         """One guided turn: constrained in json mode (falling back to the text form when
         the provider refuses the schema); its first follow-up honours the tool choice."""
         mode = state.get("tool_mode") or "text"
@@ -349,7 +354,7 @@ class GuidedTurns:
         return reply, update
 
     def turn_messages(
-        self, run: LoopSettings, state: Mapping[str, Any], follow_ups: Sequence[Mapping[str, Any]]
+        self, run: LoopSettings, state: SelfAskState, follow_ups: Sequence[FollowUp]
     ) -> list[AnyMessage]:
         """The worked example, then the run's scratchpad."""
         mode = state.get("tool_mode") or "text"
@@ -362,13 +367,13 @@ class GuidedTurns:
             HumanMessage(scratchpad(question, steps)),
         ]
 
-    def generate(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[dict[str, Any]]:
+    def generate(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[SelfAskState]:
         """Read the last tool result (when unread), then ask the next follow-up while the
         budget allows; each is one model call."""
         run = self.settings.for_run(runtime)
         made = scratch_of(state).get("iterations", 0)
         follow_ups = list(state.get("follow_ups", []))
-        update: dict[str, Any] = {"llm_calls": 0, "usage": {}}
+        update: SelfAskState = {"llm_calls": 0, "usage": empty_usage()}
         replies: list[AnyMessage] = []
         if state.get("unread") and follow_ups:
             last = follow_ups[-1]
@@ -386,23 +391,22 @@ class GuidedTurns:
                 said = ""
             said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
             follow_ups[-1] = FollowUp(question=last["question"], answer=said, tool=last["tool"])
-            update = {**spent_together(update, spent), "follow_ups": follow_ups, "unread": False}
+            together = _counts(spent_together(update, spent))
+            update = {**together, "follow_ups": follow_ups, "unread": False}
             replies.append(reply)
             made += 1
         if made < run.max_iterations:
-            view = {**state, "follow_ups": follow_ups, "unread": False}
+            view: SelfAskState = {**state, "follow_ups": follow_ups, "unread": False}
             messages = self.turn_messages(run, view, follow_ups)
             reply, spent = yield from self.call(run, view, messages, runtime, final=False)
-            update = {**update, **spent_together(update, spent)}
+            update = {**update, **_counts(spent_together(update, spent))}
             replies.append(reply)
             made += 1
         else:
             update["finishing"] = "budget"
         return {**update, "messages": replies, "scratch": {"iterations": made}}
 
-    def parse(
-        self, state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
-    ) -> dict[str, Any]:
+    def parse(self, state: SelfAskState, run: LoopSettings, reply: AIMessage) -> SelfAskState:
         """A guided reply: until a tool has answered a follow-up the reply is a follow-up
         (its question, else its first line, else the user's question); later a new
         follow-up goes to the tool, a final answer that was not cut ends the run, and
@@ -429,7 +433,7 @@ class GuidedTurns:
             rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
-            if steps_left(state, self.answer_steps):
+            if steps_left(state, self.steps.answer):
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
@@ -437,15 +441,16 @@ class GuidedTurns:
         name = turn.tool if asks and turn.tool else default
         given = asks and turn.tool and turn.tool_input and not rewritten
         args = turn.tool_input if given else question
-        if steps_left(state, self.tool_steps(run)):
-            call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())
+        if steps_left(state, self.steps.tools(run)):
+            call_id = _call_id()
+            call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=call_id)
             return {
-                "pending": [{"id": call["id"], "name": name, "question": question}],
+                "pending": [{"id": call_id, "name": name, "question": question}],
                 "messages": [_with_calls(reply, [call])],
             }
         return {"status": "max_iterations", "answer": guided_fallback(follow_ups, False)}
 
-    def final(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[dict[str, Any]]:
+    def final(self, state: SelfAskState, runtime: LoopRuntime) -> LogicOf[SelfAskState]:
         """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
         short answer while the budget allows, and is never the answer: the run then ends,
         not completed, with the last intermediate answer."""
@@ -473,7 +478,7 @@ class GuidedTurns:
         if isinstance(last, AIMessage):
             shown = [*shown[:-1], answer_message(last, answer)]
         return {
-            **update,
+            **_counts(update),
             "messages": shown,
             "answer": answer,
             "status": "completed" if done else "max_iterations",
@@ -487,15 +492,10 @@ class PlainTurns:
     answering its own new question cut where the tool's answer belongs.
 
     Attributes:
-        answer_steps: Graph steps that must still follow a turn for the answer to come.
-        turn_steps: Graph steps that must still follow a turn for another turn and the
-            answer.
-        tool_steps: Graph steps that must still follow a turn asking follow-ups.
+        steps: The graph steps a turn must leave for what follows it.
     """
 
-    answer_steps: int
-    turn_steps: int
-    tool_steps: Callable[[LoopSettings], int]
+    steps: TurnSteps
 
     def call(
         self,
@@ -503,7 +503,7 @@ class PlainTurns:
         state: SelfAskState,
         history: Sequence[AnyMessage],
         runtime: LoopRuntime,
-    ) -> LogicOf[dict[str, Any]]:
+    ) -> LogicOf[SelfAskState]:
         """One call in the run's mode; ``auto`` falls back to text when tools are refused."""
         mode = state.get("tool_mode") or "none"
         ask = node_caller(run, state, runtime)
@@ -515,16 +515,16 @@ class PlainTurns:
             )
             try:
                 reply, update = yield from call_model(call)
-                return {**update, "messages": [reply], "tool_mode": mode}
+                return {**_counts(update), "messages": [reply], "tool_mode": mode}
             except Exception as exc:
                 if not (run.tool_mode == "auto" and is_form_rejection(exc)):
                     raise
                 rejected, mode = failed_calls(exc), "text"
         reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
         update["llm_calls"] += rejected
-        return {**update, "messages": [reply], "tool_mode": mode}
+        return {**_counts(update), "messages": [reply], "tool_mode": mode}
 
-    def required(self, run: LoopSettings, state: Mapping[str, Any]) -> str | None:
+    def required(self, run: LoopSettings, state: SelfAskState) -> str | None:
         """The ``tool_choice`` still to honour ("required" or a tool name): until a tool
         has answered a follow-up of this run."""
         choice = run.tool_choice
@@ -533,15 +533,13 @@ class PlainTurns:
         answered = any(f.get("tool") for f in state.get("follow_ups", []))
         return None if answered else choice
 
-    def can_continue(self, state: Mapping[str, Any], run: LoopSettings) -> bool:
+    def can_continue(self, state: SelfAskState, run: LoopSettings) -> bool:
         """Whether another turn fits: calls left in ``max_iterations`` and graph steps left
         for it and the answer."""
         made = scratch_of(state).get("iterations", 0)
-        return made < run.max_iterations and steps_left(state, self.turn_steps)
+        return made < run.max_iterations and steps_left(state, self.steps.turn)
 
-    def parse(
-        self, state: Mapping[str, Any], run: LoopSettings, reply: AIMessage
-    ) -> dict[str, Any]:
+    def parse(self, state: SelfAskState, run: LoopSettings, reply: AIMessage) -> SelfAskState:
         """Read a reply in the run's mode: the answer, a follow-up for the tools (the reply
         with its tool calls), a follow-up the model answers itself next turn, or a
         request to go on. ``messages`` starts with the reply as the run shows it."""
@@ -550,13 +548,14 @@ class PlainTurns:
         text = content_text(reply.content)
         turn = parse_self_ask(text)
         follow_ups = _record_intermediate(list(state.get("follow_ups", [])), turn)
-        update: dict[str, Any] = {"follow_ups": follow_ups, "messages": [reply]}
+        written = reply
         has_tools = mode != "none" and len(run.tools) > 0
         if turn.kind == "final" and has_tools and mode != "native" and _open(turn, follow_ups):
             # The tools answer follow-ups: a reply answering its own new question is cut
             # where the tool's answer belongs, and its final line waits for that answer.
             turn = replace(turn, kind="tool" if turn.tool else "follow_up", answer="")
-            update["messages"] = [reply.model_copy(update={"content": asked_part(text)})]
+            written = reply.model_copy(update={"content": asked_part(text)})
+        update: SelfAskState = {"follow_ups": follow_ups, "messages": [written]}
         require = self.required(run, state) if has_tools else None
         asks = turn.kind in ("tool", "follow_up")
         if require and not asks and not native_calls and self.can_continue(state, run):
@@ -570,14 +569,14 @@ class PlainTurns:
                 return {
                     **update,
                     "messages": [*update["messages"], ask],
-                    "scratch": {"shortened": True, "seen": ask.id},
+                    "scratch": {"shortened": True, "seen": ask.id or ""},
                 }
-            if steps_left(state, self.answer_steps):  # final_answer asks for it, as at the budget
+            if steps_left(state, self.steps.answer):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
             return {**update, "status": "max_iterations", "answer": answer}
         if answers:
-            update.update(status="completed", answer=turn.answer)
+            update.update({"status": "completed", "answer": turn.answer})
             shown = _without_calls(reply) if native_calls else reply
             update["messages"] = [answer_message(shown, turn.answer)]
             return update
@@ -594,12 +593,12 @@ class PlainTurns:
             args = turn.tool_input if turn.kind == "tool" else turn.question
             calls = [ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())]
             questions = [turn.question or _args_text(args)]
-        if calls and steps_left(state, self.tool_steps(run)):
+        if calls and steps_left(state, self.steps.tools(run)):
             pending = [
-                {"id": call["id"], "name": call["name"], "question": question}
+                PendingFollowUp(id=call["id"] or "", name=call["name"], question=question)
                 for call, question in zip(calls, questions, strict=True)
             ]
-            shown = _with_calls(update["messages"][0], calls)
+            shown = _with_calls(written, calls)
             return {**update, "pending": pending, "messages": [shown]}
         if native_calls:
             update["messages"] = [_without_calls(reply)]
@@ -608,14 +607,15 @@ class PlainTurns:
         if not calls and self.can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
             update["messages"] = [*update["messages"], HumanMessage(prompt)]
-        elif not steps_left(state, self.answer_steps):
-            update.update(
-                status="max_iterations", answer=_best_effort(follow_ups, state["messages"])
-            )
+        elif not steps_left(state, self.steps.answer):
+            answer = _best_effort(follow_ups, state["messages"])
+            update.update({"status": "max_iterations", "answer": answer})
         return update
 
 
-def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = None) -> LoopBuilder:
+def build_self_ask(
+    settings: LoopSettings, options: Mapping[str, object] | None = None
+) -> LoopBuilder:
     """The uncompiled Self-Ask graph for ``settings``."""
     # Graph steps that must still follow a node (see ``steps_left``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
@@ -628,11 +628,12 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         """After a turn asking follow-ups: its hooks, the review, the tools, the answer."""
         return after + bool(run.review) + 1 + model_steps
 
-    plain_turns = PlainTurns(answer_steps, turn_steps, tool_steps)
-    guided_turns = GuidedTurns(settings, answer_steps, tool_steps)
+    steps = TurnSteps(answer_steps, turn_steps, tool_steps)
+    plain_turns = PlainTurns(steps)
+    guided_turns = GuidedTurns(settings, steps)
 
-    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
+    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {
             "follow_ups": [],
             "pending": [],
             "unread": False,
@@ -642,7 +643,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             update.update(status="max_iterations", answer="")
         return update
 
-    def settled(state: SelfAskState, run: LoopSettings) -> dict[str, Any]:
+    def settled(state: SelfAskState, run: LoopSettings) -> SelfAskState:
         """The last turn's follow-ups answered from their tool results (see
         ``_answered``), when there are some; a guided run reads the last result next."""
         if not state.get("pending"):
@@ -650,7 +651,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         mode = state.get("tool_mode") or "none"
         return {"follow_ups": _answered(state), "pending": [], "unread": guided(run, mode)}
 
-    def generate(state: SelfAskState, step: Step) -> Logic:
+    def generate(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
         """One turn: the model's reply, read in the run's mode. A follow-up for the tools is
         written as the reply with its tool calls; the last turn's follow-ups are answered
         first from their tool results."""
@@ -658,7 +659,7 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         done = settled(state, run)
         if scratch_of(state).get("tool_ended"):  # a tool ended the run
             return {**done, "status": "completed"}
-        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
+        view: SelfAskState = {**state, **done}  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
             update = yield from guided_turns.generate(view, step.runtime)
             read = guided_turns.parse
@@ -670,14 +671,16 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         replies = update.pop("messages")
         if not replies:  # a guided run out of budget before it could ask
             return {**done, **update}
-        scratch = {**scratch_of(state), **update["scratch"]}
-        after_turn = {
+        scratch: Bookkeeping = {**scratch_of(state), **update["scratch"]}
+        after_turn: SelfAskState = {
             **view,
             **update,
             "messages": [*state["messages"], *replies],
             "scratch": scratch,
         }
-        parsed = read(after_turn, run, replies[-1])
+        reply = replies[-1]
+        assert isinstance(reply, AIMessage)  # the model's reply to the turn
+        parsed = read(after_turn, run, reply)
         shown = [*replies[:-1], *parsed.pop("messages", replies[-1:])]
         extra = parsed.pop("scratch", {})
         return {
@@ -688,17 +691,18 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
             "scratch": {**update["scratch"], **extra},
         }
 
-    def final_answer(state: SelfAskState, step: Step) -> Logic:
+    def final_answer(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
         """Ask once for the answer (the follow-up budget is spent, or a reply was cut),
         after answering the last turn's follow-ups from their tool results."""
         run = step.run
         done = settled(state, run)
-        view = cast(SelfAskState, {**state, **done})  # as the settled follow-ups leave it
+        view: SelfAskState = {**state, **done}  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
             return {**done, **(yield from guided_turns.final(view, step.runtime))}
         ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
         update = yield from plain_turns.call(run, view, [*state["messages"], ask], step.runtime)
         reply = update["messages"][0]
+        assert isinstance(reply, AIMessage)  # the model's reply
         if reply.tool_calls:
             reply = _without_calls(reply)
         cut = cut_short(reply)  # a reply cut at the token cap is not an answer
@@ -746,21 +750,18 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         settings=settings,
         tools_node="call_tool",
     )
-    review = ["review"] if settings.review else []
     # The steps a router leads to are added first, so that its answers lead through
     # their hook nodes.
     builder.add_node("call_tool", ToolStep(settings).graph_node())
     add_step(builder, "final_answer", final_answer, settings, model_step=True)
-    if review:
-        builder.add_node("review", review_node(settings))
-    add_routed_step(
+    add_review(builder, settings, route_reviewed, ["generate", "final_answer"])
+    add_tool_turn(
         builder,
+        settings,
         "generate",
         generate,
-        settings,
-        route_generated,
-        [*review, "call_tool", "generate", "final_answer"],
-        model_step=True,
+        targets=["generate", "final_answer"],
+        router=route_generated,
     )
     add_start(
         builder,
@@ -771,8 +772,6 @@ def build_self_ask(settings: LoopSettings, options: Mapping[str, Any] | None = N
         scratch={"iterations": 0},
     )
     route(builder, "call_tool", route_tools, ["generate", "final_answer"])
-    if review:
-        route(builder, "review", route_reviewed, ["call_tool", "generate", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 
@@ -827,6 +826,5 @@ def create_self_ask_graph(
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
     check_positive("max_follow_ups", max_follow_ups)
-    settings = make_settings("self_ask", model, tools, options, max_iterations=max_follow_ups)
-    builder = build_self_ask(settings, options)
-    return compile_loop(builder, settings, options, default_name="self_ask")
+    build = partial(build_self_ask, options=options)
+    return compiled_loop("self_ask", build, model, tools, options, max_iterations=max_follow_ups)

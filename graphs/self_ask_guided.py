@@ -17,10 +17,12 @@ The graph's nodes are in ``loopgraphs.graphs.self_ask``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from pydantic.json_schema import JsonDict, JsonValue
+from typing_extensions import TypedDict
 
 from loopgraphs import prompts
 from loopgraphs.nodes.grounding import (
@@ -33,7 +35,7 @@ from loopgraphs.nodes.grounding import (
     takes_one_input,
     words_of,
 )
-from loopgraphs.nodes.model_send import RequestForm
+from loopgraphs.nodes.model_send import RequestForm, ToolsForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     builds_on,
@@ -58,6 +60,15 @@ AFTER_HELD = 2  # most words after it ("born")
 ANSWER_WORDS = 10  # most words of a grounded intermediate or final answer
 
 
+class FollowUp(TypedDict):
+    """A follow-up question of the run: its ``answer`` (the intermediate answer; "" while
+    unanswered) and the ``tool`` that answered it (None when the model answered itself)."""
+
+    question: str
+    answer: str
+    tool: str | None
+
+
 def guided(run: LoopSettings, mode: str) -> bool:
     """Whether a run's Self-Ask turns are guided: in json and text modes on a guided run
     (see ``loopgraphs.nodes.grounding.guides``). Such a model does not write the free
@@ -79,7 +90,7 @@ def follow_up_schema(
     words: Sequence[str],
     holding: str = "",
     answer: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> JsonDict:
     """JSON schema of a guided json reply asking one follow-up: one alternative per tool
     (only the one ``require`` names, when it names one), the question first (grounded in
     ``words`` and ``holding``, see ``grounding``), then
@@ -91,11 +102,11 @@ def follow_up_schema(
         )
     else:
         question = grounded_string(words, most=FOLLOW_UP_WORDS, end="?")
-    alternatives = []
+    alternatives: list[JsonValue] = []
     for item in tools.schemas():
         if require in tools.names and item["name"] != require:
             continue
-        properties: dict[str, Any] = {"follow_up": question, "tool": {"const": item["name"]}}
+        properties: JsonDict = {"follow_up": question, "tool": {"const": item["name"]}}
         if not takes_one_input(tools, item["name"]):
             properties["tool_input"] = item["parameters"]
         alternatives.append(closed_object(properties))
@@ -108,7 +119,7 @@ def follow_up_schema(
     }
 
 
-def answer_schema(name: str, key: str, words: Sequence[str]) -> dict[str, Any]:
+def answer_schema(name: str, key: str, words: Sequence[str]) -> JsonDict:
     """JSON schema of a guided json reply that is one answer under ``key``, grounded in
     ``words``."""
     return {
@@ -133,12 +144,12 @@ class Grounding(NamedTuple):
     """The words a final answer given instead of a follow-up may use (none: it may not)."""
 
 
-def known_texts(follow_ups: Sequence[Mapping[str, Any]]) -> list[str]:
+def known_texts(follow_ups: Sequence[FollowUp]) -> list[str]:
     """The follow-ups asked so far and their answers: what a question no longer needs."""
     return [str(f.get(key) or "") for f in follow_ups for key in ("question", "answer")]
 
 
-def still_needed(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def still_needed(question: str, follow_ups: Sequence[FollowUp]) -> tuple[str, ...]:
     """What a guided run's next follow-up must ask about the answer it holds: the words of
     the question that no follow-up or answer so far used, while the chain has one answer
     (none later: the run may end)."""
@@ -147,7 +158,7 @@ def still_needed(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> tupl
     return tuple(needed_words(question, known_texts(follow_ups)))
 
 
-def next_follow_up(question: str, asked: str, follow_ups: Sequence[Mapping[str, Any]]) -> str:
+def next_follow_up(question: str, asked: str, follow_ups: Sequence[FollowUp]) -> str:
     """The follow-up a guided run sends for the one its model ``asked``: that one when it
     asks the fact the question needs of the answer found (see ``builds_on``), else that
     fact asked of the answer in the words of the question ("What is the profession of
@@ -160,7 +171,7 @@ def next_follow_up(question: str, asked: str, follow_ups: Sequence[Mapping[str, 
     return prompts.SELF_ASK_GUIDED_NEEDED.format(needed=" ".join(needed), answer=held)
 
 
-def grounding(question: str, follow_ups: Sequence[Mapping[str, Any]], *, final: bool) -> Grounding:
+def grounding(question: str, follow_ups: Sequence[FollowUp], *, final: bool) -> Grounding:
     """What a guided json reply may be written from.
 
     A final answer uses the words of the last intermediate answer (the end of the chain)
@@ -196,12 +207,12 @@ def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None
     tools described in the text otherwise."""
     words, held, answer = grounded or ((), "", ())
 
-    def schema(tools: ToolRegistry, require: str | None) -> dict[str, Any]:
+    def schema(tools: ToolRegistry, require: str | None) -> JsonDict:
         if final:
             return answer_schema("self_ask_final_answer", "final_answer", words)
         return follow_up_schema(tools, require, words, held, answer)
 
-    kind: Any = "schema" if mode == "json" and grounded is not None else "prompt"
+    kind: ToolsForm = "schema" if mode == "json" and grounded is not None else "prompt"
     return RequestForm(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
 
 
@@ -217,7 +228,7 @@ def follow_up_reply(mode: str, tools: ToolRegistry, tool: str, question: str) ->
     """A reply asking ``question`` of ``tool``, as a guided reply in ``mode`` is written."""
     if mode != "json":
         return prompts.SELF_ASK_FOLLOW_UP_LINE.format(question=question)
-    data: dict[str, Any] = {"follow_up": question, "tool": tool}
+    data: dict[str, object] = {"follow_up": question, "tool": tool}
     if not takes_one_input(tools, tool):
         data["tool_input"] = coerce_args(tools, tool, question)
     return json.dumps(data, ensure_ascii=False)
@@ -263,7 +274,7 @@ def read_request(
     result: str,
     fence: str,
     request: str = "",
-    before: Sequence[Mapping[str, Any]] = (),
+    before: Sequence[FollowUp] = (),
 ) -> Read:
     """The request to read a follow-up's intermediate answer from its tool result (the
     sentences that share the most words with the follow-up, then with what the user's
@@ -319,9 +330,7 @@ def fact_of(said: str, facts: Sequence[Sequence[str]]) -> str:
     return " ".join(facts[0])
 
 
-def guided_steps(
-    follow_ups: Sequence[Mapping[str, Any]], unread: bool, fence: str
-) -> list[tuple[str, str]]:
+def guided_steps(follow_ups: Sequence[FollowUp], unread: bool, fence: str) -> list[tuple[str, str]]:
     """A guided run's follow-ups with their intermediate answers; a tool result not read
     yet shows its sentences that share the most words with the question, fenced."""
     steps = [(str(f["question"]), str(f["answer"])) for f in follow_ups]
@@ -332,7 +341,7 @@ def guided_steps(
     return steps
 
 
-def guided_fallback(follow_ups: Sequence[Mapping[str, Any]], unread: bool) -> str:
+def guided_fallback(follow_ups: Sequence[FollowUp], unread: bool) -> str:
     """The answer a guided run ends with when the model gives none: the last intermediate
     answer (the last tool result's closest sentences when it was not read)."""
     if not follow_ups:
@@ -364,6 +373,6 @@ def copies_example(text: str, evidence: str) -> bool:
     return any(e.lower() in said and e.lower() not in held for e in examples)
 
 
-def asked_before(question: str, follow_ups: Sequence[Mapping[str, Any]]) -> bool:
+def asked_before(question: str, follow_ups: Sequence[FollowUp]) -> bool:
     asked = " ".join(question.lower().split())
     return any(" ".join(str(f["question"]).lower().split()) == asked for f in follow_ups)

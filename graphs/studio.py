@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.state import CompiledLoop
@@ -51,7 +50,7 @@ def studio_graph(loop: str) -> StudioGraph:
         return _built[loop]
 
 
-def _factory(loop: str) -> Callable[[], Coroutine[Any, Any, StudioGraph]]:
+def _factory(loop: str) -> Callable[[], Awaitable[StudioGraph]]:
     """A graph factory of no arguments for langgraph.json, named as the loop."""
 
     async def factory() -> StudioGraph:

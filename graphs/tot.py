@@ -15,7 +15,7 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -24,9 +24,10 @@ from langgraph.types import RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
-from loopgraphs.nodes.build import compile_loop, new_graph
+from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import Logic, LogicFactory, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
@@ -36,7 +37,7 @@ from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
 from loopgraphs.nodes.routing import route, steps_left
 from loopgraphs.nodes.run_start import add_start
-from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive, make_settings
+from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
     CompiledLoop,
@@ -63,7 +64,7 @@ THOUGHT_TOKENS = 32
 THOUGHT_END = "\n\n"
 
 
-def proposal_settings(count: int) -> dict[str, Any]:
+def proposal_settings(count: int) -> dict[str, object]:
     """Request settings of a proposal of ``count`` thoughts on the embedded small model:
     ``THOUGHT_TOKENS`` per thought, and the reply ends where the list does (a blank line,
     or the item after the last one asked for)."""
@@ -174,13 +175,13 @@ def build_tot(
     max_depth: int,
     scoring: str,
     generation: str,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> LoopBuilder:
     """The uncompiled Tree-of-Thoughts graph."""
     policy: RetryPolicy | None = settings.retry_policy
 
-    def opening(state: ToTState, run: LoopSettings) -> dict[str, Any]:
-        update: dict[str, Any] = {
+    def opening(state: ToTState, run: LoopSettings) -> dict[str, object]:
+        update: dict[str, object] = {
             "problem": question_text(state.get("messages", [])),
             "branches": [Branch(thoughts=[], score=0.0)],
             "depth": 0,
@@ -289,7 +290,7 @@ def build_tot(
             Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
             for i in order[:beam_width]
         ]
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             **update,
             "branches": beam,
             "depth": depth,
@@ -385,8 +386,8 @@ def create_tot_graph(
     n_branches: int = 3,
     beam_width: int = 2,
     max_depth: int = 3,
-    scoring: str = "batched",
-    generation: str = "propose",
+    scoring: Literal["batched", "per_branch"] = "batched",
+    generation: Literal["propose", "sample"] = "propose",
     **options: Unpack[LoopOptions],
 ) -> CompiledLoop:
     """Build the Tree-of-Thoughts loop: a beam search over lines of reasoning.
@@ -444,29 +445,36 @@ def create_tot_graph(
     Raises:
         TypeError, ValueError: an argument is of the wrong type or out of range.
     """
-    settings = make_settings("tot", model, None, options, takes_tools=False)
-    check_positive("n_branches", n_branches)
-    check_positive("beam_width", beam_width)
-    check_positive("max_depth", max_depth)
-    if beam_width > n_branches:
-        raise ValueError(
-            f"beam_width must be <= n_branches ({n_branches}); got {beam_width}: the first "
-            "level has only n_branches candidates"
+
+    def build(settings: LoopSettings) -> LoopBuilder:
+        for name, count in (
+            ("n_branches", n_branches),
+            ("beam_width", beam_width),
+            ("max_depth", max_depth),
+        ):
+            check_positive(name, count)
+        if beam_width > n_branches:
+            raise ValueError(
+                f"beam_width must be <= n_branches ({n_branches}); got {beam_width}: the first "
+                "level has only n_branches candidates"
+            )
+        for name, value, known in (
+            ("scoring", scoring, SCORINGS),
+            ("generation", generation, GENERATIONS),
+        ):
+            if value not in known:
+                raise ValueError(f"{name} must be one of {', '.join(known)}; got {value!r}")
+        return build_tot(
+            settings,
+            n_branches=n_branches,
+            beam_width=beam_width,
+            max_depth=max_depth,
+            scoring=scoring,
+            generation=generation,
+            options=options,
         )
-    if scoring not in SCORINGS:
-        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}; got {scoring!r}")
-    if generation not in GENERATIONS:
-        raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}; got {generation!r}")
-    builder = build_tot(
-        settings,
-        n_branches=n_branches,
-        beam_width=beam_width,
-        max_depth=max_depth,
-        scoring=scoring,
-        generation=generation,
-        options=options,
-    )
-    return compile_loop(builder, settings, options, default_name="tot")
+
+    return compiled_loop("tot", build, model, None, options, takes_tools=False)
 
 
 __all__ = ["Branch", "ToTOutput", "ToTState", "call_budget", "create_tot_graph"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Generator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -45,7 +45,8 @@ from loopgraphs.nodes.parsing.thoughts import (
 from loopgraphs.nodes.structured import StructuredResult, structured_call, with_bounds
 from loopgraphs.state import add_usage, empty_usage
 
-REASON_CHARS = 200  # a one-sentence reason; a longer one is not read anyway
+REASON_CHARS = 200
+ResultT = TypeVar("ResultT")  # a one-sentence reason; a longer one is not read anyway
 
 
 class Score(BaseModel):
@@ -225,8 +226,8 @@ def score_each(
 
 
 def in_parallel(
-    logics: Sequence[Generator[ModelCall, Any, Any]],
-) -> Generator[ModelBatch, list[Any], list[Any]]:
+    logics: Sequence[Generator[ModelCall, Any, ResultT]],
+) -> Generator[ModelBatch, list[object], list[ResultT | BaseException]]:
     """Drive several model-calling logics side by side.
 
     Each round sends the pending call of every unfinished logic as one ``ModelBatch``
@@ -239,10 +240,10 @@ def in_parallel(
     Returns:
         Per logic, in order: its return value, or the exception it raised.
     """
-    results: list[Any] = [None] * len(logics)
+    results: dict[int, ResultT | BaseException] = {}
     pending: dict[int, ModelCall] = {}
 
-    def advance(index: int, value: Any, error: BaseException | None) -> None:
+    def advance(index: int, value: object, error: BaseException | None) -> None:
         logic = logics[index]
         try:
             request = logic.throw(error) if error is not None else logic.send(value)
@@ -269,4 +270,4 @@ def in_parallel(
                 advance(index, None, reply)
             else:
                 advance(index, reply, None)
-    return results
+    return [results[index] for index in range(len(logics))]
