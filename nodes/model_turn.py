@@ -19,6 +19,7 @@ from langchain_core.messages import (
     AnyMessage,
     ToolCall,
 )
+from langchain_core.tools import BaseTool
 
 from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes import model_call
@@ -63,7 +64,9 @@ def model_turn(
         # Only json and text modes show a worked example, chosen for the first question.
         question = first_question(state, history) if mode in ("json", "text") else ""
         form = mode_form(mode, thoughts=thoughts, question=question, constrained=constrained)
-        tools: Sequence[object] = registry.tools if mode in ("native", "json", "text") else []
+        tools: Sequence[BaseTool | dict[str, Any]] = (
+            registry.tools if mode in ("native", "json", "text") else []
+        )
         if mode == "native":
             tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require
