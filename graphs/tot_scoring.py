@@ -45,8 +45,8 @@ from loopgraphs.nodes.parsing.thoughts import (
 from loopgraphs.nodes.structured import StructuredResult, structured_call, with_bounds
 from loopgraphs.state import add_usage, empty_usage
 
-REASON_CHARS = 200
-ResultT = TypeVar("ResultT")  # a one-sentence reason; a longer one is not read anyway
+REASON_CHARS = 200  # a one-sentence reason; a longer one is not read anyway
+ResultT = TypeVar("ResultT")
 
 
 class Score(BaseModel):

@@ -346,7 +346,16 @@ class LoopGraph(LoopBuilder):
             if fan_out is None:
                 StateGraph.add_edge(self, source, default)
             else:
-                StateGraph.add_conditional_edges(self, source, fan_out, [default])
+                spread = fan_out
+
+                # LangGraph reads a router's state annotation as the state it passes: the
+                # loop's fan-out router, typed with the loop's state, must still see the
+                # caller's and the middleware's keys, which its tasks carry to the step.
+                def fan(state: Mapping[str, Any]) -> list[Send]:
+                    return spread(state)
+
+                path = untraced_callable(fan, None, name=f"{source}.fan_out")  # pragma: no mutate
+                StateGraph.add_conditional_edges(self, source, path, [default])
             return
         if "tools" in jumps and wiring.tools_node is None:
             raise ValueError(

@@ -86,6 +86,38 @@ def test_dynamic_prompt_reads_the_callers_state_key_in_every_request(generation,
 
 
 @pytest.mark.parametrize(("generation", "scoring"), COMBOS)
+def test_the_callers_state_key_reaches_every_request_behind_a_before_model_hook(
+    generation, scoring
+):
+    # The last before_model node sends the expand tasks: they carry the whole state,
+    # the caller's keys included, not only the loop's own.
+    seen: list[str | None] = []
+
+    @before_model
+    def looks(state, runtime):
+        return None
+
+    @dynamic_prompt
+    def per_tenant(request):
+        seen.append(request.state.get("tenant"))
+        return f"You work for {request.state.get('tenant')}."
+
+    model = scripted(brain())
+    graph = create_tot_graph(
+        model,
+        generation=generation,
+        scoring=scoring,
+        max_depth=2,
+        state_schema=Tenant,
+        middleware=[looks, per_tenant],
+    )
+    out = graph.invoke({"messages": [("user", "Solve it.")], "tenant": "acme"})
+    assert out["status"] == "completed"
+    assert kinds_of(model) == {"expand", "score", "answer"}
+    assert seen == ["acme"] * model.call_count
+
+
+@pytest.mark.parametrize(("generation", "scoring"), COMBOS)
 def test_before_model_update_is_what_the_next_request_sees(generation, scoring):
     runs = {"count": 0}
 
