@@ -83,7 +83,8 @@ class RunResult:
         latency: Seconds from submitting the run to its result.
         model_seconds: Seconds during which a model call of the run was in flight (NaN
             when not measured, e.g. for runs on a LangGraph server).
-        error: What failed, for status ``error``.
+        error: What failed, for status ``error``; or that the scorer failed on the
+            answer (then ``score`` is NaN).
         score: The scorer's score (1.0 or 0.0 for a pass/fail scorer); when not given,
             1.0 for a correct answer and 0.0 for another.
         thread_id: The run's thread id (in its config, so its traces carry it).

@@ -16,6 +16,7 @@ import contextvars
 import importlib.util
 import math
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ if TYPE_CHECKING:
     from loopgraphs.eval.data import DataSource
 
 T = TypeVar("T")
+
+# How a run's error starts when the scorer failed on its answer.
+SCORER_FAILED = "the scorer failed:"
 
 EVAL_TOOLS: tuple[str, ...] = ("calculator", "search")
 """Built-in tools given to the loops that take tools."""
@@ -294,7 +298,8 @@ def result_of(
         scorer: Scores the answer; it sees the row being made (without its score).
 
     Returns:
-        The row; a run without a status is an error.
+        The row; a run without a status is an error. When the scorer raises, the row
+        is kept with a NaN score and ``error`` saying so (``SCORER_FAILED``).
     """
     answer = str(out.get("answer") or "")
     usage: Usage | dict[str, int] = out.get("usage") or {}
@@ -318,9 +323,27 @@ def result_of(
         metadata=dict(task.metadata),
         messages=list(out.get("messages") or []),
     )
-    run.score = scorer(answer, task, run)
+    try:
+        run.score = scorer(answer, task, run)
+    except Exception as exc:  # the run is kept: a scorer's failure costs only its score
+        run.score = math.nan
+        own = f"; the run's error: {run.error}" if run.error else ""
+        run.error = f"{SCORER_FAILED} {describe_error(exc)}{own}"
     run.correct = run.score >= 1.0
     return run
+
+
+def warn_unscored(results: Sequence[RunResult]) -> None:
+    """Warn once when the scorer failed on some runs (their score is NaN, their
+    ``error`` says why), naming how many and the first failure."""
+    failed = [run for run in results if run.error.startswith(SCORER_FAILED)]
+    if failed:
+        warnings.warn(
+            f"the scorer failed on {len(failed)} of {len(results)} runs; their score is NaN "
+            f"and their error says why (first, {failed[0].loop}/{failed[0].task_id}: "
+            f"{failed[0].error})",
+            stacklevel=2,
+        )
 
 
 async def run_plan(
@@ -379,7 +402,9 @@ async def run_plan(
 
     with progress:
         bar = progress.add_task("", total=len(jobs))
-        return list(await asyncio.gather(*(run(loop, task, bar) for loop, task in jobs)))
+        results = list(await asyncio.gather(*(run(loop, task, bar) for loop, task in jobs)))
+    warn_unscored(results)
+    return results
 
 
 def live_bar(console: Console) -> bool:

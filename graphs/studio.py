@@ -61,5 +61,24 @@ def _factory(loop: str) -> Callable[[], Awaitable[StudioGraph]]:
     return factory
 
 
-globals().update({loop: _factory(loop) for loop in LOOP_SPECS})
-__all__ = ["STUDIO_TOOLS", "studio_graph", *LOOP_SPECS]
+# One factory per loop, named as langgraph.json names them (a test checks that they
+# cover every loop of the registry).
+cot = _factory("cot")
+react = _factory("react")
+plan_execute = _factory("plan_execute")
+reflexion = _factory("reflexion")
+self_ask = _factory("self_ask")
+critic = _factory("critic")
+tot = _factory("tot")
+
+__all__ = [
+    "STUDIO_TOOLS",
+    "cot",
+    "critic",
+    "plan_execute",
+    "react",
+    "reflexion",
+    "self_ask",
+    "studio_graph",
+    "tot",
+]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import math
 import sys
 import threading
 
@@ -285,12 +286,39 @@ def test_a_callable_scorer_gives_floats_and_bools():
     assert report.meta["scorer"] == "half_for_france"
 
 
-def test_a_scorer_that_returns_no_number_is_named():
+def test_a_scorer_that_returns_no_number_is_named_and_the_runs_are_kept():
     def says_yes(answer, expected, run):
         return "yes"
 
-    with pytest.raises(TypeError, match=r"'says_yes' returned str"):
-        evaluate(model(), "cot", ROWS[:1], scorer=says_yes, show_progress=False)
+    with pytest.warns(
+        UserWarning, match=r"the scorer failed on 1 of 1 runs.*'says_yes' returned str"
+    ):
+        report = evaluate(model(), "cot", ROWS[:1], scorer=says_yes, show_progress=False)
+    (run,) = report.results
+    assert run.status == "completed" and run.answer
+    assert math.isnan(run.score) and not run.correct
+    assert (
+        run.error.startswith("the scorer failed: TypeError")
+        and "'says_yes' returned str" in run.error
+    )
+
+
+def test_a_scorer_that_raises_on_some_answers_costs_only_their_scores():
+    def picky(answer, expected, run):
+        if run.metadata["level"] == "easy":
+            raise KeyError("no grader for easy questions")
+        return answer == "Marlowe"
+
+    with pytest.warns(UserWarning, match=r"the scorer failed on 2 of 3 runs"):
+        report = evaluate(model(), "cot", ROWS, scorer=picky, show_progress=False)
+    by_topic = {run.metadata["topic"]: run for run in report.results}
+    assert by_topic["books"].score == 1.0 and by_topic["books"].error == ""
+    for topic in ("maths", "geography"):
+        run = by_topic[topic]
+        assert math.isnan(run.score) and "no grader for easy questions" in run.error
+        assert run.answer and run.status == "completed"
+    (summary,) = report.summary()
+    assert summary.correct == 1 and math.isnan(summary.accuracy)
 
 
 def test_an_openevals_evaluator_scores_the_answer():

@@ -36,6 +36,7 @@ def test_langgraph_json_lists_every_loop():
         graph = asyncio.run(getattr(studio, name)())
         assert isinstance(graph, CompiledStateGraph) and graph.get_name() == name
         assert studio.studio_graph(name) is graph
+    assert sorted(studio.__all__) == sorted(["STUDIO_TOOLS", "studio_graph", *LOOPS])
 
 
 @needs_langgraph_dev
