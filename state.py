@@ -76,6 +76,14 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     }
 
 
+class ModelSpend(TypedDict):
+    """The ``llm_calls``/``usage`` update of model calls: the requests they sent and the
+    tokens those used, which a step adds to its own update."""
+
+    llm_calls: int
+    usage: Usage
+
+
 def usage_of(message: object) -> Usage:
     """Read the provider's usage metadata from one model reply."""
     meta = getattr(message, "usage_metadata", None) or {}

@@ -18,7 +18,7 @@ from loopgraphs import prompts
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.nodes.answer_check import settle_answer, unusable
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, ModelBatch, add_step
+from loopgraphs.nodes.driver import LogicOf, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
@@ -89,13 +89,13 @@ def build_cot(
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def opening(state: CoTState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {"samples": [], "answers": [], "votes": {}}
+    def opening(state: CoTState, run: LoopSettings) -> CoTState:
+        update: CoTState = {"samples": [], "answers": [], "votes": {}}
         if not steps_left(state, needed):
-            update.update(status="max_iterations", answer="")
+            update.update({"status": "max_iterations", "answer": ""})
         return update
 
-    def generate(state: CoTState, step: Step) -> Logic:
+    def generate(state: CoTState, step: Step) -> LogicOf[CoTState]:
         ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
         call = ask.call(state["messages"], form)
         if not voting:

@@ -28,7 +28,7 @@ from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, LogicFactory, add_step, as_node, guard
+from loopgraphs.nodes.driver import Logic, LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
@@ -44,6 +44,7 @@ from loopgraphs.state import (
     LoopBuilder,
     LoopState,
     OutputState,
+    Status,
     add_usage,
     empty_usage,
     request_of,
@@ -198,7 +199,7 @@ def build_tot(
                 update["status"] = "max_iterations"
         return update
 
-    def expand(payload: Expansion, step: Step) -> Logic:
+    def expand(payload: Expansion, step: Step) -> LogicOf[ToTState]:
         run = step.run
         state = {key: value for key, value in payload.items() if key != "branch"}
         branch = payload["branch"]
@@ -256,7 +257,7 @@ def build_tot(
         ]
         return {**update, "candidates": candidates}
 
-    def score_branches(state: ToTState, step: Step) -> Logic:
+    def score_branches(state: ToTState, step: Step) -> LogicOf[ToTState]:
         depth = state.get("depth", 0) + 1
         candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
         for candidate in candidates:
@@ -290,7 +291,7 @@ def build_tot(
             Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
             for i in order[:beam_width]
         ]
-        result: dict[str, object] = {
+        result: ToTState = {
             **update,
             "branches": beam,
             "depth": depth,
@@ -300,9 +301,11 @@ def build_tot(
             return {**result, "candidates": scored, "stop_reason": "max_depth"}
         if not steps_left(state, LEVEL_STEPS):
             return {**result, "candidates": scored, "stop_reason": "step_limit"}
-        return {**result, "candidates": None}
+        # None empties the list (see ``extend_candidates``): an update the state's type
+        # does not name.
+        return {**result, "candidates": None}  # type: ignore[typeddict-item]
 
-    def final_answer(state: ToTState, step: Step) -> Logic:
+    def final_answer(state: ToTState, step: Step) -> LogicOf[ToTState]:
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
@@ -311,7 +314,7 @@ def build_tot(
         )
         said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said
-        status = (
+        status: Status = (
             "completed" if answer and state.get("stop_reason") != "step_limit" else "max_iterations"
         )
         if not answer:
