@@ -29,7 +29,14 @@ from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import CompiledLoop, LoopBuilder, LoopState, OutputState, scratch_of
+from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopState,
+    OutputState,
+    Status,
+    scratch_of,
+)
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -114,19 +121,19 @@ def build_cot(
         samples = ["" if cut_short(o.reply) else content_text(o.reply.content) for o in outcomes]
         return {**update, "samples": samples}
 
-    def parse(state: CoTState) -> dict[str, object]:
+    def parse(state: CoTState) -> CoTState:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
-        status = "completed" if any(state.get("samples", [])) else "max_iterations"
-        update: dict[str, object] = {"answers": answers, "answer": answer, "status": status}
+        status: Status = "completed" if any(state.get("samples", [])) else "max_iterations"
+        update: CoTState = {"answers": answers, "answer": answer, "status": status}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
         return settle_answer(state, update)
 
-    def vote(state: CoTState) -> dict[str, object]:
+    def vote(state: CoTState) -> CoTState:
         answers = state.get("answers", [])
         messages, start = state["messages"], scratch_of(state).get("transcript_start", 0)
         # A sample that only repeats a prompt or the question gets no vote.
@@ -135,7 +142,8 @@ def build_cot(
             return {"votes": votes, "answer": "", "status": "max_iterations"}
         if index < 0 or not votes:
             said = next((a for a in answers if a.strip()), "")
-            return settle_answer(state, {"votes": votes, "answer": said, "status": "completed"})
+            update: CoTState = {"votes": votes, "answer": said, "status": "completed"}
+            return settle_answer(state, update)
         chosen = AIMessage(state["samples"][index], name=settings.agent_name)
         return {
             "votes": votes,
