@@ -633,15 +633,15 @@ def build_self_ask(
     plain_turns = PlainTurns(steps)
     guided_turns = GuidedTurns(settings, steps)
 
-    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {
+    def opening(state: SelfAskState, run: LoopSettings) -> SelfAskState:
+        update: SelfAskState = {
             "follow_ups": [],
             "pending": [],
             "unread": False,
             "finishing": "",
         }
         if not steps_left(state, model_steps):
-            update.update(status="max_iterations", answer="")
+            update.update({"status": "max_iterations", "answer": ""})
         return update
 
     def settled(state: SelfAskState, run: LoopSettings) -> SelfAskState:
