@@ -165,7 +165,7 @@ def ended_by_hook(out: Mapping[str, object]) -> bool:
     return bool(scratch_of(out).get("hook_ended"))
 
 
-def closing_message(out: Mapping[str, Any]) -> list[AnyMessage]:
+def closing_message(out: InnerReActOutput) -> list[AnyMessage]:
     """The closing message a hook ended the inner run ``out`` with (a tool-call limit's
     notice), which joins the calling loop's transcript; empty when there is none."""
     messages = out.get("messages") or []

@@ -14,8 +14,8 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -28,7 +28,7 @@ from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, LogicFactory, LogicOf, add_step, as_node, guard
+from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
@@ -328,12 +328,14 @@ def build_tot(
             "problem": request_of(state),
         }
 
-    def contained(logic: LogicFactory) -> LogicFactory:
+    def contained(logic: Callable[[Expansion, Step], LogicOf[ToTState]]) -> LogicFactory:
         """Guard a concurrent task: its error becomes a failure record, not a status write."""
         guarded = guard(logic, policy)
 
-        def run(state: ToTState, step: Step) -> Logic:
-            update = yield from guarded(state, step)
+        def run(state: ToTState, step: Step) -> LogicOf[ToTState]:
+            # The task's own update, or the guard's (its error, or the task's update with
+            # the retries counted): keys of the loop's state either way.
+            update = cast(ToTState, (yield from guarded(state, step)))
             if update.get("status") == "error":
                 return {
                     "failures": [update.get("error") or "expansion failed"],
