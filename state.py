@@ -76,6 +76,14 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     }
 
 
+class ModelSpend(TypedDict):
+    """The ``llm_calls``/``usage`` update of model calls: the requests they sent and the
+    tokens those used, which a step adds to its own update."""
+
+    llm_calls: int
+    usage: Usage
+
+
 def usage_of(message: object) -> Usage:
     """Read the provider's usage metadata from one model reply."""
     meta = getattr(message, "usage_metadata", None) or {}
@@ -251,7 +259,7 @@ class InnerReActOutput(TotalsOutput, total=False):
 COUNTERS = ("llm_calls", "retries", "usage")
 
 
-def add_totals(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+def add_totals(state: Mapping[str, object], update: dict[str, object]) -> dict[str, object]:
     """A node's update with the counts it reports added to the run's totals in ``state``
     (a count wrapped in ``Overwrite``, as a run's first step writes them, is the total)."""
     for key in COUNTERS:
@@ -260,10 +268,13 @@ def add_totals(state: Mapping[str, Any], update: dict[str, Any]) -> dict[str, An
         value = update[key]
         if isinstance(value, Overwrite):
             update[key] = value.value
-        elif key == "usage":
-            update[key] = add_usage(state.get("usage"), value)
-        else:
-            update[key] = int(state.get(key) or 0) + int(value or 0)
+        elif key == "usage":  # a usage record in the state and in the update
+            update[key] = add_usage(
+                cast("Usage | None", state.get("usage")), cast("Usage | None", value)
+            )
+        else:  # a count in the state and in the update
+            total, count = cast("int | None", state.get(key)), cast("int | None", value)
+            update[key] = int(total or 0) + int(count or 0)
     return update
 
 

@@ -18,7 +18,7 @@ from loopgraphs import prompts
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.nodes.answer_check import settle_answer, unusable
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, ModelBatch, add_step
+from loopgraphs.nodes.driver import LogicOf, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_call import as_outcome, spent_on
@@ -29,7 +29,14 @@ from loopgraphs.nodes.routing import route, steps_left, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import CompiledLoop, LoopBuilder, LoopState, OutputState, scratch_of
+from loopgraphs.state import (
+    CompiledLoop,
+    LoopBuilder,
+    LoopState,
+    OutputState,
+    Status,
+    scratch_of,
+)
 
 # Graph steps that must still follow prepare (see ``steps_left``).
 SAMPLE_STEPS = 2  # generate, parse
@@ -89,13 +96,13 @@ def build_cot(
     voting = self_consistency > 1
     needed = VOTE_STEPS if voting else SAMPLE_STEPS
 
-    def opening(state: CoTState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {"samples": [], "answers": [], "votes": {}}
+    def opening(state: CoTState, run: LoopSettings) -> CoTState:
+        update: CoTState = {"samples": [], "answers": [], "votes": {}}
         if not steps_left(state, needed):
-            update.update(status="max_iterations", answer="")
+            update.update({"status": "max_iterations", "answer": ""})
         return update
 
-    def generate(state: CoTState, step: Step) -> Logic:
+    def generate(state: CoTState, step: Step) -> LogicOf[CoTState]:
         ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
         call = ask.call(state["messages"], form)
         if not voting:
@@ -114,19 +121,19 @@ def build_cot(
         samples = ["" if cut_short(o.reply) else content_text(o.reply.content) for o in outcomes]
         return {**update, "samples": samples}
 
-    def parse(state: CoTState) -> dict[str, object]:
+    def parse(state: CoTState) -> CoTState:
         answers = [final_answer_of(sample) for sample in state.get("samples", [])]
         if voting:
             return {"answers": answers}
         answer = answers[0] if answers else ""
-        status = "completed" if any(state.get("samples", [])) else "max_iterations"
-        update: dict[str, object] = {"answers": answers, "answer": answer, "status": status}
+        status: Status = "completed" if any(state.get("samples", [])) else "max_iterations"
+        update: CoTState = {"answers": answers, "answer": answer, "status": status}
         last = state["messages"][-1] if state.get("messages") else None
         if isinstance(last, AIMessage):
             update["messages"] = [answer_message(last, answer)]
         return settle_answer(state, update)
 
-    def vote(state: CoTState) -> dict[str, object]:
+    def vote(state: CoTState) -> CoTState:
         answers = state.get("answers", [])
         messages, start = state["messages"], scratch_of(state).get("transcript_start", 0)
         # A sample that only repeats a prompt or the question gets no vote.
@@ -135,7 +142,8 @@ def build_cot(
             return {"votes": votes, "answer": "", "status": "max_iterations"}
         if index < 0 or not votes:
             said = next((a for a in answers if a.strip()), "")
-            return settle_answer(state, {"votes": votes, "answer": said, "status": "completed"})
+            update: CoTState = {"votes": votes, "answer": said, "status": "completed"}
+            return settle_answer(state, update)
         chosen = AIMessage(state["samples"][index], name=settings.agent_name)
         return {
             "votes": votes,

@@ -30,7 +30,7 @@ from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, add_step
+from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import RequestForm
@@ -241,8 +241,8 @@ def build_critic(
         """After a draft or a revision: its hooks, then a critique and its checks."""
         return after + before + 1 + check_steps(run)
 
-    def opening(state: CriticState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {
+    def opening(state: CriticState, run: LoopSettings) -> CriticState:
+        update: CriticState = {
             "draft": "",
             "claims": [],
             "round": 0,
@@ -250,10 +250,10 @@ def build_critic(
             "pending": [],
         }
         if not steps_left(state, draft_steps):
-            update.update(status="max_iterations", answer="")
+            update.update({"status": "max_iterations", "answer": ""})
         return update
 
-    def generate(state: CriticState, step: Step) -> Logic:
+    def generate(state: CriticState, step: Step) -> LogicOf[CriticState]:
         run = step.run
         ask = step.ask(state)
         history, form = conversation_of(state), RequestForm(prompts.CHAT_SYSTEM)
@@ -270,7 +270,7 @@ def build_critic(
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
 
-    def critique(state: CriticState, step: Step) -> Logic:
+    def critique(state: CriticState, step: Step) -> LogicOf[CriticState]:
         run = step.run
         ask = step.ask(state)
         mode = state.get("tool_mode", "text")
@@ -294,7 +294,7 @@ def build_critic(
             if require
             else prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=found)
         )
-        round_update = {"round": state.get("round", 0) + 1}
+        round_update: CriticState = {"round": state.get("round", 0) + 1}
         if mode in ("native", "json"):
             levels: list[Level] = ["native"] if mode == "native" else ["json"]
             schema: type[BaseModel] | JsonDict = RequiredCritique if require else CritiqueReport
@@ -359,10 +359,10 @@ def build_critic(
         # "revise" when a middleware answered every check (rejected them, say)
         return pending_step(settings.for_run(runtime), state) or "revise"
 
-    def revise(state: CriticState, step: Step) -> Logic:
+    def revise(state: CriticState, step: Step) -> LogicOf[CriticState]:
         fence = scratch_of(state).get("fence", "")
         checked = _checked(state, fence)
-        claims = {"claims": [*state.get("claims", []), *checked], "pending": []}
+        claims: CriticState = {"claims": [*state.get("claims", []), *checked], "pending": []}
         if scratch_of(state).get("tool_ended"):  # a check's tool ended the run
             return {**claims, "status": "completed"}
         run = step.run
@@ -381,12 +381,12 @@ def build_critic(
             offered = run.tools.tools
         ask = step.ask(state)
         history = [*conversation_of(state), request]
-        first, update = yield from call_model(ask.call(history, form, tools=offered))
-        reply, shown, update = yield from short_again(ask, history, form, first, update)
-        update.update(claims)
+        first, spent = yield from call_model(ask.call(history, form, tools=offered))
+        reply, shown, spent = yield from short_again(ask, history, form, first, spent)
+        update: CriticState = {**spent, **claims}
         more = number < run.max_iterations and steps_left(state, round_steps(run))
         if cut_short(reply):  # asked again and still cut: the earlier draft stands
-            done = {} if more else {"status": "max_iterations"}
+            done: CriticState = {} if more else {"status": "max_iterations"}
             return {**update, "messages": shown, "answer": earlier, **done}
         text = content_text(reply.content)
         draft = revision_of(text) if guided else text.strip()

@@ -37,7 +37,7 @@ from loopgraphs.graphs.react_subgraph import (
     tool_work,
 )
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, add_step, node_callable
+from loopgraphs.nodes.driver import LogicOf, add_step, node_callable
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, sized_plan, update_from_text
@@ -269,7 +269,7 @@ def build_plan_execute(
             or not step_iterations(state, runtime)
         )
 
-    def opening(state: PlanExecuteState, run: LoopSettings) -> dict[str, object]:
+    def opening(state: PlanExecuteState, run: LoopSettings) -> PlanExecuteState:
         return {
             "request": question_text(state.get("messages", [])),
             "plan": [],
@@ -277,7 +277,7 @@ def build_plan_execute(
             "current_step": 0,
         }
 
-    def plan(state: PlanExecuteState, step: Step) -> Logic:
+    def plan(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
         run = step.run
         high = min(PLAN_MAX_ASKED, max_steps)
 
@@ -304,7 +304,7 @@ def build_plan_execute(
         decision = interrupt({"plan": steps, "question": request_of(state)})
         return review_decision(decision, steps, max_steps)
 
-    def execute(state: PlanExecuteState, step: Step) -> Logic:
+    def execute(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
         iterations = step_iterations(state, step.runtime)
         if not iterations:
             return {}  # no calls left for a step: route_executed moves on to synthesize
@@ -325,7 +325,7 @@ def build_plan_execute(
         status: Status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         record = StepResult(step=steps[index], result=result, status=status)
-        update: dict[str, object] = {
+        update: PlanExecuteState = {
             **spent,
             "step_results": [*done, record],
             "current_step": index + 1,
@@ -353,7 +353,7 @@ def build_plan_execute(
             work.append(AIMessage(text, name=settings.agent_name))
         return {**update, "answer": result, "messages": work}
 
-    def revise(state: PlanExecuteState, step: Step) -> Logic:
+    def revise(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
         run = step.run
         steps = list(state.get("plan") or [])
         index = state.get("current_step", 0)
@@ -379,10 +379,10 @@ def build_plan_execute(
             max_calls=REPLAN_CALLS,
         )
         if result.value is None:
-            return result.state_update()
+            return {**result.state_update()}
         return {**result.state_update(), "plan": steps[:index] + list(result.value.steps)[:room]}
 
-    def synthesize(state: PlanExecuteState, step: Step) -> Logic:
+    def synthesize(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
         run = step.run
         results = state.get("step_results") or []
         good = [r["result"] for r in results if not step_failed(r)]

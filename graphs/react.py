@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -25,7 +25,7 @@ from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, add_step
+from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
@@ -71,7 +71,7 @@ def build_react(
     around the outer loop, and the run also returns its ``scratch``, which says whether
     a hook ended it)."""
 
-    def select_tools(state: ReActState, step: Step) -> Logic:
+    def select_tools(state: ReActState, step: Step) -> LogicOf[ReActState]:
         run = step.run
         allowed: Any = Literal[tuple(run.tools.names)]
         choice: type[BaseModel] = create_model(
@@ -88,7 +88,7 @@ def build_react(
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 
-    def generate(state: ReActState, step: Step) -> Logic:
+    def generate(state: ReActState, step: Step) -> LogicOf[ReActState]:
         run = step.run
         scratch = scratch_of(state)
         if scratch.get("tool_ended"):
@@ -103,7 +103,8 @@ def build_react(
         if mode == state.get("tool_mode"):
             del update["tool_mode"]
         registry = run_registry(run, state)
-        reading = read_reply(mode, update["messages"][0], registry, require=require)
+        reply = cast(AIMessage, update["messages"][0])  # the turn's reply, as model_turn sent it
+        reading = read_reply(mode, reply, registry, require=require)
         iterations = scratch.get("iterations", 0) + 1
         update["scratch"] = {"iterations": iterations, "reformat": False}
         update["messages"] = [reading.message]
@@ -127,11 +128,11 @@ def build_react(
             return update
         if require:
             ask = loop_prompt(prompts.REQUIRE_TOOL)
-            update["scratch"]["seen"] = ask.id
+            update["scratch"]["seen"] = ask.id or ""
             return {**update, "messages": [reading.message, ask]}
         if mode == "json" and not scratch.get("reformat"):
             ask = loop_prompt(prompts.REFORMAT_ACTION)
-            update["scratch"].update(reformat=True, seen=ask.id)
+            update["scratch"].update({"reformat": True, "seen": ask.id or ""})
             return {**update, "messages": [reading.message, ask]}
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
@@ -158,13 +159,13 @@ def build_react(
             }
         return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
-    def final_answer(state: ReActState, step: Step) -> Logic:
+    def final_answer(state: ReActState, step: Step) -> LogicOf[ReActState]:
         run = step.run
         ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
         update = yield from model_turn(
             run, state, [*state["messages"], ask], require="none", runtime=step.runtime
         )
-        reply = without_tool_calls(update["messages"][0])
+        reply = without_tool_calls(cast(AIMessage, update["messages"][0]))
         read = interpret(update.get("tool_mode", "none"), reply)
         cut = cut_short(reply)
         answer = read.answer if read.kind == "final" and not cut else ""
@@ -179,7 +180,7 @@ def build_react(
         reply = answer_message(reply, answer)
         return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
 
-    def synthesize(state: ReActState, step: Step) -> Logic:
+    def synthesize(state: ReActState, step: Step) -> LogicOf[ReActState]:
         start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
         question = content_text(state["messages"][start - 1].content) if start else ""

@@ -7,7 +7,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -22,7 +22,7 @@ from loopgraphs.nodes.driver import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import EARLIER_CALLS, earlier_calls
-from loopgraphs.state import LoopRuntime, empty_usage, scratch_of
+from loopgraphs.state import InnerReActOutput, LoopRuntime, empty_usage, scratch_of
 
 # Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
 # margin for tool selection, the final answer and synthesis.
@@ -105,7 +105,7 @@ class ReactSubgraph:
         state: Mapping[str, Any],
         messages: Sequence[AnyMessage],
         max_iterations: int | None = None,
-    ) -> Generator[Call, Any, tuple[dict[str, Any], dict[str, Any]]]:
+    ) -> Generator[Call, Any, tuple[InnerReActOutput, InnerReActOutput]]:
         """Run ReAct on ``messages`` with the run's iteration budget.
 
         Args:
@@ -136,19 +136,23 @@ class ReactSubgraph:
             out = yield inner
         except ParentCommand as handoff:
             raise handed_on(handoff, state.get("messages") or [], given) from None
-        spent = {
-            "llm_calls": out.get("llm_calls", 0),
-            "retries": out.get("retries", 0),
-            "usage": out.get("usage") or empty_usage(),
-            "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
-            **{
-                key: carried_back(self.reducers.get(key), carried.get(key, _ABSENT), out[key])
-                for key in self.extra
-                if key in out
+        # The caller's own keys go back too: keys beside those the type names.
+        spent = cast(
+            InnerReActOutput,
+            {
+                "llm_calls": out.get("llm_calls", 0),
+                "retries": out.get("retries", 0),
+                "usage": out.get("usage") or empty_usage(),
+                "tool_mode": out.get("tool_mode") or state.get("tool_mode", ""),
+                **{
+                    key: carried_back(self.reducers.get(key), carried.get(key, _ABSENT), out[key])
+                    for key in self.extra
+                    if key in out
+                },
             },
-        }
+        )
         if ended_by_hook(out):
-            spent.update(status="max_iterations", scratch={"hook_ended": True})
+            spent.update({"status": "max_iterations", "scratch": {"hook_ended": True}})
         return out, spent
 
 
@@ -161,7 +165,7 @@ def ended_by_hook(out: Mapping[str, object]) -> bool:
     return bool(scratch_of(out).get("hook_ended"))
 
 
-def closing_message(out: Mapping[str, Any]) -> list[AnyMessage]:
+def closing_message(out: InnerReActOutput) -> list[AnyMessage]:
     """The closing message a hook ended the inner run ``out`` with (a tool-call limit's
     notice), which joins the calling loop's transcript; empty when there is none."""
     messages = out.get("messages") or []

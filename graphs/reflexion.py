@@ -31,7 +31,7 @@ from loopgraphs import prompts
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, add_step
+from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
 from loopgraphs.nodes.model_send import RequestForm
@@ -46,6 +46,7 @@ from loopgraphs.state import (
     CompiledLoop,
     LoopBuilder,
     LoopState,
+    ModelSpend,
     OutputState,
     conversation_of,
     request_of,
@@ -141,7 +142,7 @@ def evaluate_answer(
 
 def reflect_on(
     model: ModelCaller | BaseChatModel, question: str, answer: str, feedback: str
-) -> Generator[ModelCall, Any, tuple[str, dict[str, Any]]]:
+) -> Generator[ModelCall, Any, tuple[str, ModelSpend]]:
     """Write a reflection on a rejected answer with one model call.
 
     Args:
@@ -256,7 +257,7 @@ def build_reflexion(
     """The uncompiled Reflexion graph for ``settings``."""
     react = ReactSubgraph(settings, options or {})
 
-    def opening(state: ReflexionState, run: LoopSettings) -> dict[str, object]:
+    def opening(state: ReflexionState, run: LoopSettings) -> ReflexionState:
         return {
             "request": question_text(state.get("messages", [])),
             "episode": 0,
@@ -265,17 +266,19 @@ def build_reflexion(
             "episode_answers": [],
         }
 
-    def generate(state: ReflexionState, step: Step) -> Logic:
+    def generate(state: ReflexionState, step: Step) -> LogicOf[ReflexionState]:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
         out, spent = yield from react.run(step, state, episode_input)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])
-        update: dict[str, object] = {
+        # ``carried`` may start with a ``RemoveMessage``: an update the messages reducer
+        # takes, which the state's message type does not name.
+        update: ReflexionState = {
             **spent,
             "episode": state.get("episode", 0) + 1,
-            "messages": carried,
+            "messages": carried,  # type: ignore[typeddict-item]
         }
         if start is not None:
             update["scratch"] = {**spent.get("scratch", {}), "transcript_start": start}
@@ -291,15 +294,16 @@ def build_reflexion(
             answer = answer or (answers[-1] if answers else "")
         return {**update, "episode_answers": [*answers, answer], "answer": answer}
 
-    def evaluate(state: ReflexionState, step: Step) -> Logic:
+    def evaluate(state: ReflexionState, step: Step) -> LogicOf[ReflexionState]:
         answer = state.get("answer", "")
+        update: ReflexionState = {}
         if answer.strip():
             verdict, result = yield from evaluate_answer(
                 step.ask(state), request_of(state), answer, max_calls=EVALUATOR_CALLS
             )
-            record, update = evaluation_record(verdict), result.state_update()
+            record, update = evaluation_record(verdict), {**result.state_update()}
         else:  # nothing to judge: not satisfactory, and no call spent on it
-            record, update = Verdict(satisfactory=False, feedback=NO_ATTEMPT), {}
+            record = Verdict(satisfactory=False, feedback=NO_ATTEMPT)
         update["evaluations"] = [*(state.get("evaluations") or []), record]
         if record["satisfactory"]:
             update["status"] = "completed"
@@ -307,7 +311,7 @@ def build_reflexion(
             update["status"] = "max_iterations"
         return update
 
-    def reflect(state: ReflexionState, step: Step) -> Logic:
+    def reflect(state: ReflexionState, step: Step) -> LogicOf[ReflexionState]:
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(

@@ -88,6 +88,7 @@ from loopgraphs.state import (
     LoopBuilder,
     LoopRuntime,
     LoopState,
+    ModelSpend,
     OutputState,
     empty_usage,
     request_of,
@@ -145,7 +146,7 @@ def _without_calls(message: AIMessage) -> AIMessage:
     )
 
 
-def _counts(spent: Mapping[str, Any]) -> SelfAskState:
+def _counts(spent: ModelSpend) -> SelfAskState:
     """The ``llm_calls``/``usage`` update of model calls (``call_model``'s, say) as an
     update of the loop's state."""
     return {"llm_calls": spent["llm_calls"], "usage": spent["usage"]}
@@ -323,7 +324,7 @@ class GuidedTurns:
         runtime: LoopRuntime,
         *,
         final: bool,
-    ) -> Generator[ModelCall, Any, tuple[AIMessage, dict[str, Any]]]:
+    ) -> Generator[ModelCall, Any, tuple[AIMessage, ModelSpend]]:
         """One guided turn: constrained in json mode (falling back to the text form when
         the provider refuses the schema); its first follow-up honours the tool choice."""
         mode = state.get("tool_mode") or "text"
@@ -632,15 +633,15 @@ def build_self_ask(
     plain_turns = PlainTurns(steps)
     guided_turns = GuidedTurns(settings, steps)
 
-    def opening(state: SelfAskState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {
+    def opening(state: SelfAskState, run: LoopSettings) -> SelfAskState:
+        update: SelfAskState = {
             "follow_ups": [],
             "pending": [],
             "unread": False,
             "finishing": "",
         }
         if not steps_left(state, model_steps):
-            update.update(status="max_iterations", answer="")
+            update.update({"status": "max_iterations", "answer": ""})
         return update
 
     def settled(state: SelfAskState, run: LoopSettings) -> SelfAskState:

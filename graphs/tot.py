@@ -14,8 +14,8 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -28,7 +28,7 @@ from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import Logic, LogicFactory, add_step, as_node, guard
+from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.hooks import LoopGraph
@@ -44,6 +44,7 @@ from loopgraphs.state import (
     LoopBuilder,
     LoopState,
     OutputState,
+    Status,
     add_usage,
     empty_usage,
     request_of,
@@ -198,7 +199,7 @@ def build_tot(
                 update["status"] = "max_iterations"
         return update
 
-    def expand(payload: Expansion, step: Step) -> Logic:
+    def expand(payload: Expansion, step: Step) -> LogicOf[ToTState]:
         run = step.run
         state = {key: value for key, value in payload.items() if key != "branch"}
         branch = payload["branch"]
@@ -256,7 +257,7 @@ def build_tot(
         ]
         return {**update, "candidates": candidates}
 
-    def score_branches(state: ToTState, step: Step) -> Logic:
+    def score_branches(state: ToTState, step: Step) -> LogicOf[ToTState]:
         depth = state.get("depth", 0) + 1
         candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
         for candidate in candidates:
@@ -290,7 +291,7 @@ def build_tot(
             Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
             for i in order[:beam_width]
         ]
-        result: dict[str, object] = {
+        result: ToTState = {
             **update,
             "branches": beam,
             "depth": depth,
@@ -300,9 +301,11 @@ def build_tot(
             return {**result, "candidates": scored, "stop_reason": "max_depth"}
         if not steps_left(state, LEVEL_STEPS):
             return {**result, "candidates": scored, "stop_reason": "step_limit"}
-        return {**result, "candidates": None}
+        # None empties the list (see ``extend_candidates``): an update the state's type
+        # does not name.
+        return {**result, "candidates": None}  # type: ignore[typeddict-item]
 
-    def final_answer(state: ToTState, step: Step) -> Logic:
+    def final_answer(state: ToTState, step: Step) -> LogicOf[ToTState]:
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
@@ -311,7 +314,7 @@ def build_tot(
         )
         said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said
-        status = (
+        status: Status = (
             "completed" if answer and state.get("stop_reason") != "step_limit" else "max_iterations"
         )
         if not answer:
@@ -325,12 +328,14 @@ def build_tot(
             "problem": request_of(state),
         }
 
-    def contained(logic: LogicFactory) -> LogicFactory:
+    def contained(logic: Callable[[Expansion, Step], LogicOf[ToTState]]) -> LogicFactory:
         """Guard a concurrent task: its error becomes a failure record, not a status write."""
         guarded = guard(logic, policy)
 
-        def run(state: ToTState, step: Step) -> Logic:
-            update = yield from guarded(state, step)
+        def run(state: ToTState, step: Step) -> LogicOf[ToTState]:
+            # The task's own update, or the guard's (its error, or the task's update with
+            # the retries counted): keys of the loop's state either way.
+            update = cast(ToTState, (yield from guarded(state, step)))
             if update.get("status") == "error":
                 return {
                     "failures": [update.get("error") or "expansion failed"],

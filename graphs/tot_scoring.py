@@ -43,7 +43,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_scores,
 )
 from loopgraphs.nodes.structured import StructuredResult, structured_call, with_bounds
-from loopgraphs.state import add_usage, empty_usage
+from loopgraphs.state import ModelSpend, add_usage, empty_usage
 
 REASON_CHARS = 200  # a one-sentence reason; a longer one is not read anyway
 ResultT = TypeVar("ResultT")
@@ -110,7 +110,7 @@ def score_one(
     thought: str,
     *,
     max_calls: int = 1,
-) -> Generator[ModelCall, Any, tuple[int, dict[str, Any]]]:
+) -> Generator[ModelCall, Any, tuple[int, ModelSpend]]:
     """Rate one proposed step (``thought``) after the steps in ``path``.
 
     Args:
@@ -151,7 +151,7 @@ def score_all(
     candidates: Sequence[Sequence[str]],
     *,
     max_calls: int = 1,
-) -> Generator[ModelCall, Any, tuple[list[int], dict[str, Any]]]:
+) -> Generator[ModelCall, Any, tuple[list[int], ModelSpend]]:
     """Rate every candidate of a level in one call.
 
     Args:
@@ -194,7 +194,7 @@ def score_each(
     model: ModelCaller | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
-) -> Generator[ModelBatch, Any, tuple[list[int], dict[str, Any]]]:
+) -> Generator[ModelBatch, Any, tuple[list[int], ModelSpend]]:
     """Rate every candidate with its own ``score_one`` call, all calls running concurrently.
 
     A candidate whose scoring failed gets 0; when every one failed, the first failure is
@@ -211,7 +211,7 @@ def score_each(
     if all(isinstance(outcome, BaseException) for outcome in outcomes):
         raise all_failed(outcomes)
     scores: list[int] = []
-    update: dict[str, Any] = {"llm_calls": failed_requests(outcomes), "usage": empty_usage()}
+    update: ModelSpend = {"llm_calls": failed_requests(outcomes), "usage": empty_usage()}
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             scores.append(0)

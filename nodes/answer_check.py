@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, cast
+from typing import TypeVar, cast
 
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 
 from loopgraphs import prompts
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
-from loopgraphs.state import messages_of, scratch_of
+from loopgraphs.state import Bookkeeping, CommonState, messages_of, scratch_of
 
 ECHO_WORDS = 6
 """Words in a row that a reply shares with one of the library's prompts to be an echo."""
@@ -208,26 +208,31 @@ def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str
     return ""
 
 
-def settle_answer(state: Mapping[str, object], update: dict[str, Any]) -> dict[str, Any]:
+SettledT = TypeVar("SettledT", bound=CommonState)
+
+
+def settle_answer(state: Mapping[str, object], update: SettledT) -> SettledT:
     """The update of a step that ends a run, with an answer that is not the model's own
     taken out: ``answer`` empty, ``error`` saying why, and ``completed`` turned into
     ``error``. A run a tool ended (``return_direct``) keeps the tool's result; one a
     middleware hook ended, or one with a structured response, may end without an answer.
     Other updates are returned as they are."""
-    status = update.get("status")
+    given: CommonState = update  # its keys read with the types every loop's state gives them
+    status = given.get("status")
     if status not in ("completed", "max_iterations"):
         return update
-    answer = update["answer"] if "answer" in update else cast("str", state.get("answer") or "")
-    scratch = {**scratch_of(state), **(update.get("scratch") or {})}
+    answer = given["answer"] if "answer" in given else cast("str", state.get("answer") or "")
+    scratch: Bookkeeping = {**scratch_of(state), **(given.get("scratch") or {})}
     if scratch.get("tool_ended"):
         return update  # a return_direct tool's result is the answer by its own contract
+    written: Mapping[str, object] = update  # a loop's structured response, when it has one
     answered_otherwise = (
         scratch.get("hook_ended")
-        or update.get("structured_response", state.get("structured_response")) is not None
+        or written.get("structured_response", state.get("structured_response")) is not None
     )
     if not answer and answered_otherwise:
         return update
-    messages = [*messages_of(state), *(update.get("messages") or [])]
+    messages = [*messages_of(state), *(given.get("messages") or [])]
     reason = unusable(answer, messages, scratch.get("transcript_start") or 0)
     if not reason:
         return update
@@ -237,7 +242,9 @@ def settle_answer(state: Mapping[str, object], update: dict[str, Any]) -> dict[s
     settled = {**update, "answer": "", "error": error}
     if status == "completed":
         settled["status"] = "error"
-    return settled
+    # The update's own type: its keys, with answer, error and status (keys of every
+    # loop's state) given new values of their types.
+    return cast(SettledT, settled)
 
 
 __all__ = [

@@ -267,7 +267,8 @@ def as_node(
         if totals:  # node logic returns a dict (a TypedDict is one), which this adds to
             update = add_totals(state, cast(dict[str, object], update))
         if isinstance(update, dict) and not settings.step_run:
-            update = settle_answer(state, update)
+            # node logic returns an update of its loop's state, which holds CommonState's keys
+            update = settle_answer(state, cast(CommonState, update))
         if next_step is not None:
             goto = next_step(state, [update, *commands], runtime)
             commands = [*commands, Command(goto=goto)]

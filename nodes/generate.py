@@ -15,7 +15,7 @@ from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
 from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import LoopRuntime, add_usage
+from loopgraphs.state import LoopRuntime, ModelSpend, OutputState, add_usage
 
 __getattr__ = renamed(__name__, {"asker": "node_caller"})
 
@@ -82,8 +82,10 @@ def loop_prompt(text: str) -> HumanMessage:
     return HumanMessage(text, id=str(uuid.uuid4()))
 
 
-def spent_together(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``llm_calls``/``usage`` update of two model calls' updates together."""
+def spent_together(first: ModelSpend | OutputState, second: ModelSpend | OutputState) -> ModelSpend:
+    """The ``llm_calls``/``usage`` update of two updates that report model calls together
+    (a model call's, or a step's update of its loop's state: every loop's state holds
+    ``OutputState``'s counters)."""
     return {
         "llm_calls": int(first.get("llm_calls") or 0) + int(second.get("llm_calls") or 0),
         "usage": add_usage(first.get("usage"), second.get("usage")),
@@ -95,8 +97,8 @@ def short_again(
     history: Sequence[AnyMessage],
     form: RequestForm,
     reply: AIMessage,
-    spent: Mapping[str, Any],
-) -> Generator[ModelCall, Any, tuple[AIMessage, list[AnyMessage], dict[str, Any]]]:
+    spent: ModelSpend,
+) -> Generator[ModelCall, Any, tuple[AIMessage, list[AnyMessage], ModelSpend]]:
     """Ask once more, for a short answer, when ``reply`` (to ``history``) was cut at the
     token cap (see ``cut_short``).
 
@@ -116,7 +118,7 @@ def short_again(
         the ``llm_calls``/``usage`` update of all the calls.
     """
     if not cut_short(reply):
-        return reply, [reply], dict(spent)
+        return reply, [reply], spent.copy()
     request = loop_prompt(prompts.SHORT_ANSWER)
     again, more = yield from call_model(ask.call([*history, reply, request], form))
     return again, [reply, request, again], spent_together(spent, more)

@@ -469,7 +469,7 @@ def _finish_node(resets: Mapping[str, object], *, stopped: bool = False) -> Runn
     message. A jump before the run's first step also resets the run's counters
     (``resets``)."""
 
-    def finish(state: CommonState) -> dict[str, Any]:
+    def finish(state: CommonState) -> Mapping[str, object]:
         new_run = starts_run(state)
         if not new_run and state.get("status") != "running":
             return {}  # the run had already ended
@@ -478,7 +478,7 @@ def _finish_node(resets: Mapping[str, object], *, stopped: bool = False) -> Runn
         answer = last if isinstance(last, AIMessage) and not last.tool_calls else None
         answered = answer is not None
         if stopped or scratch_of(state).get("hook_ended"):
-            update = {
+            update: CommonState = {
                 "status": "max_iterations",
                 "answer": best_effort_answer(_before_closing(messages, answer)),
                 "error": "",

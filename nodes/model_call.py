@@ -35,7 +35,7 @@ from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.state import LoopRuntime, Usage, add_usage, empty_usage, usage_of
+from loopgraphs.state import LoopRuntime, ModelSpend, Usage, add_usage, empty_usage, usage_of
 
 PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
 
@@ -119,12 +119,12 @@ class Outcome:
         return AIMessage(content=text)
 
     @property
-    def update(self) -> dict[str, Any]:
+    def update(self) -> ModelSpend:
         """The ``llm_calls``/``usage`` update that accounts for this call."""
         return {"llm_calls": self.calls, "usage": self.usage}
 
 
-def spent_on(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def spent_on(outcomes: Sequence[Outcome]) -> ModelSpend:
     """The ``llm_calls``/``usage`` update that accounts for several calls."""
     usage = empty_usage()
     for outcome in outcomes:
@@ -303,7 +303,7 @@ def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:
     return model if isinstance(model, ModelCaller) else ModelCaller(model)
 
 
-def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage, dict[str, Any]]]:
+def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage, ModelSpend]]:
     """Send one model call; return its reply and the ``llm_calls``/``usage`` update."""
     outcome = as_outcome((yield call))
     return outcome.reply, outcome.update

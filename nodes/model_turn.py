@@ -35,7 +35,7 @@ from loopgraphs.nodes.tool_modes import (
     resolve_mode,
     run_registry,
 )
-from loopgraphs.state import LoopRuntime
+from loopgraphs.state import LoopRuntime, ReActState
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -46,7 +46,7 @@ def model_turn(
     *,
     require: str | None = None,
     runtime: LoopRuntime | None = None,
-) -> Generator[ModelCall, Any, dict[str, Any]]:
+) -> Generator[ModelCall, Any, ReActState]:
     """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
     json → text when the provider refuses the form). Models that think better without a
     written thought (``writes_thoughts``) get json steps without one.
@@ -72,7 +72,7 @@ def model_turn(
         choice = None if mode == "native" and require == "none" else require
         return ask.call(history, form, tools=tools, tool_choice=choice)
 
-    def turn(outcome: model_call.Outcome, mode: str, rejected: int) -> dict[str, Any]:
+    def turn(outcome: model_call.Outcome, mode: str, rejected: int) -> ReActState:
         update = outcome.update
         update["llm_calls"] += rejected
         return {**update, "messages": [outcome.reply], "tool_mode": mode}

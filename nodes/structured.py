@@ -37,7 +37,7 @@ from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text, stopped_at_cap
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
-from loopgraphs.state import Usage, add_usage, empty_usage
+from loopgraphs.state import ModelSpend, Usage, add_usage, empty_usage
 
 T = TypeVar("T", bound=BaseModel)
 Level = Literal["native", "json", "text", "failed"]
@@ -55,7 +55,7 @@ class StructuredResult:
     usage: Usage = field(default_factory=empty_usage)
     replies: list[AIMessage] = field(default_factory=list)
 
-    def state_update(self) -> dict[str, Any]:
+    def state_update(self) -> ModelSpend:
         """The ``llm_calls``/``usage`` update that accounts for this call."""
         return {"llm_calls": self.calls, "usage": self.usage}
 
