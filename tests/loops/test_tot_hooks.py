@@ -58,39 +58,13 @@ class Tenant(TypedDict, total=False):
     tenant: str
 
 
+@pytest.mark.parametrize("behind_a_hook", [False, True])
 @pytest.mark.parametrize(("generation", "scoring"), COMBOS)
-def test_dynamic_prompt_reads_the_callers_state_key_in_every_request(generation, scoring):
-    seen: list[str | None] = []
-
-    @dynamic_prompt
-    def per_tenant(request):
-        seen.append(request.state.get("tenant"))
-        return f"You work for {request.state.get('tenant')}."
-
-    model = scripted(brain())
-    graph = create_tot_graph(
-        model,
-        generation=generation,
-        scoring=scoring,
-        max_depth=2,
-        state_schema=Tenant,
-        middleware=[per_tenant],
-    )
-    out = graph.invoke({"messages": [("user", "Solve it.")], "tenant": "acme"})
-    assert out["status"] == "completed"
-    assert kinds_of(model) == {"expand", "score", "answer"}
-    assert seen and seen == ["acme"] * model.call_count
-    for messages in model.prompts:
-        systems = [m for m in messages if isinstance(m, SystemMessage)]
-        assert systems and "You work for acme." in prompt_text(systems)
-
-
-@pytest.mark.parametrize(("generation", "scoring"), COMBOS)
-def test_the_callers_state_key_reaches_every_request_behind_a_before_model_hook(
-    generation, scoring
+def test_dynamic_prompt_reads_the_callers_state_key_in_every_request(
+    generation, scoring, behind_a_hook
 ):
-    # The last before_model node sends the expand tasks: they carry the whole state,
-    # the caller's keys included, not only the loop's own.
+    # Behind a before_model hook, its last node sends the expand tasks: they carry the
+    # whole state, the caller's keys included, not only the loop's own.
     seen: list[str | None] = []
 
     @before_model
@@ -109,12 +83,15 @@ def test_the_callers_state_key_reaches_every_request_behind_a_before_model_hook(
         scoring=scoring,
         max_depth=2,
         state_schema=Tenant,
-        middleware=[looks, per_tenant],
+        middleware=[looks, per_tenant] if behind_a_hook else [per_tenant],
     )
     out = graph.invoke({"messages": [("user", "Solve it.")], "tenant": "acme"})
     assert out["status"] == "completed"
     assert kinds_of(model) == {"expand", "score", "answer"}
-    assert seen == ["acme"] * model.call_count
+    assert seen and seen == ["acme"] * model.call_count
+    for messages in model.prompts:
+        systems = [m for m in messages if isinstance(m, SystemMessage)]
+        assert systems and "You work for acme." in prompt_text(systems)
 
 
 @pytest.mark.parametrize(("generation", "scoring"), COMBOS)
