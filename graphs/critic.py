@@ -31,6 +31,7 @@ from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection
 from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.model_send import RequestForm
@@ -223,6 +224,33 @@ def _text_critique_text(tools: ToolRegistry) -> str:
     )
 
 
+def critique_levels(tool_mode: str, mode: str) -> list[Level]:
+    """The structured-output levels a critique tries in a run in ``mode`` (the run's
+    ``tool_mode`` option being ``tool_mode``), before its text form: native function
+    calling, which steps down to provider-enforced JSON in ``auto`` mode; provider JSON in
+    json mode; none in text mode."""
+    if mode == "native":
+        return ["native", "json"] if tool_mode == "auto" else ["native"]
+    return ["json"] if mode == "json" else []
+
+
+def steps_down(tool_mode: str, mode: str) -> bool:
+    """Whether a critique whose structured levels the provider refused goes on in the text
+    form: in ``auto`` mode, and in json mode (which reads JSON from free text when the
+    provider enforces none); a run in native mode by choice ends instead, as ReAct's does."""
+    return tool_mode == "auto" or mode == "json"
+
+
+def stepped_down(tool_mode: str, mode: str, refused: Sequence[Level]) -> CriticState:
+    """The run's new ``tool_mode`` after the provider refused the critique's ``refused``
+    levels, in ``auto`` mode (the next rounds start where the provider accepts the form);
+    no update otherwise."""
+    if tool_mode != "auto" or mode not in refused:
+        return {}
+    below = "json" if mode == "native" and "json" not in refused else "text"
+    return {"tool_mode": below}
+
+
 def build_critic(
     settings: LoopSettings, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
@@ -295,30 +323,40 @@ def build_critic(
             else prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=found)
         )
         round_update: CriticState = {"round": state.get("round", 0) + 1}
-        if mode in ("native", "json"):
-            levels: list[Level] = ["native"] if mode == "native" else ["json"]
+        rejected = 0  # requests the provider refused before a form of the critique worked
+        levels = critique_levels(run.tool_mode, mode)
+        if levels:
             schema: type[BaseModel] | JsonDict = RequiredCritique if require else CritiqueReport
             if guided:
                 words = words_of(request_of(state), draft)
                 schema = critique_schema(run.tools, words, required=require)
-            result = yield from structured_call(
-                ask,
-                [*conversation_of(state), request],
-                schema,
-                instructions=_json_critique_text,
-                tools=run.tools.tools,
-                with_system=True,
-                levels=levels,
-                max_calls=1,
-            )
-            if result.calls:
-                text = content_text(result.replies[0].content) if result.replies else ""
-                if not text and result.replies and result.replies[0].tool_calls:
-                    text = json.dumps(result.replies[0].tool_calls[0].get("args"), default=str)
-                value = result.value
-                data = value.model_dump() if isinstance(value, BaseModel) else value
-                written = checks(state, run, _critique_of(data, text), text)
-                return {**result.state_update(), **round_update, **written}
+            try:
+                result = yield from structured_call(
+                    ask,
+                    [*conversation_of(state), request],
+                    schema,
+                    instructions=_json_critique_text,
+                    tools=run.tools.tools,
+                    with_system=True,
+                    levels=levels,
+                    max_calls=1,
+                )
+            except Exception as exc:
+                if not (is_form_rejection(exc) and steps_down(run.tool_mode, mode)):
+                    raise
+                rejected = failed_calls(exc)  # every level refused: the text form follows
+                round_update.update(stepped_down(run.tool_mode, mode, levels))
+            else:
+                round_update.update(stepped_down(run.tool_mode, mode, result.refused))
+                if result.calls:
+                    text = content_text(result.replies[0].content) if result.replies else ""
+                    if not text and result.replies and result.replies[0].tool_calls:
+                        args = result.replies[0].tool_calls[0].get("args")
+                        text = json.dumps(args, default=str)
+                    value = result.value
+                    data = value.model_dump() if isinstance(value, BaseModel) else value
+                    written = checks(state, run, _critique_of(data, text), text)
+                    return {**result.state_update(), **round_update, **written}
         form = RequestForm(_text_critique_text, tools="prompt")
         asked = [*conversation_of(state), request]
         reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
@@ -337,6 +375,7 @@ def build_critic(
             tool = tool_for(run.tools, request_text, choice or "required")
             data = {"claims": [{"claim": draft, "tool": tool, "tool_input": request_text}]}
         written = checks(state, run, _critique_of(data, text), text)
+        update["llm_calls"] += rejected
         return {**update, **round_update, **written}
 
     def checks(state: CriticState, run: LoopSettings, found: Critique, text: str) -> CriticState:

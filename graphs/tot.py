@@ -337,11 +337,14 @@ def build_tot(
             # the retries counted): keys of the loop's state either way.
             update = cast(ToTState, (yield from guarded(state, step)))
             if update.get("status") == "error":
-                return {
+                failed: ToTState = {
                     "failures": [update.get("error") or "expansion failed"],
                     "llm_calls": update.get("llm_calls", 0),
                     "retries": update.get("retries", 0),
                 }
+                if "messages" in update:  # a refusal's reply, which the chat shows
+                    failed["messages"] = update["messages"]
+                return failed
             return update
 
         return run

@@ -29,7 +29,8 @@ from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
-from loopgraphs.nodes.structured import schema_name, structured_call
+from loopgraphs.nodes.strict_schema import schema_name
+from loopgraphs.nodes.structured import structured_call
 from loopgraphs.state import (
     CommonState,
     CompiledLoop,

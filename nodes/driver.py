@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, S
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
+from langchain_core.exceptions import ModelRefusalError
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 from langgraph.types import Command, RetryPolicy, Send
@@ -27,6 +28,7 @@ from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.errors import (
     describe_error,
     failed_calls,
+    refused,
     should_reraise,
 )
 from loopgraphs.nodes.middleware import UnsupportedPath
@@ -329,9 +331,11 @@ def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
 def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
     """Turn exceptions escaping ``logic`` into an error end state, except retried ones.
 
-    Failed attempts are counted: every earlier attempt of a retried node sent a model
-    request that failed, so it adds to ``llm_calls`` and ``retries``; a model request that
-    fails for good adds to ``llm_calls`` too.
+    A model that refused ends the run with its words in ``error`` and its reply in the
+    transcript (see ``loopgraphs.nodes.errors.refused``). Failed attempts are counted:
+    every earlier attempt of a retried node sent a model request that failed, so it adds
+    to ``llm_calls`` and ``retries``; a model request that fails for good adds to
+    ``llm_calls`` too.
     """
 
     def guarded(state: CommonState, step: Step) -> Logic:
@@ -342,15 +346,12 @@ def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
         except Exception as exc:
             if should_reraise(exc, earlier + 1, policy) or isinstance(exc, UnsupportedPath):
                 raise
-            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
             sent = failed_calls(exc)
-            return {
-                "status": "error",
-                "error": describe_error(exc),
-                "answer": answer,
-                "llm_calls": sent * (earlier + 1) if sent else earlier,
-                "retries": earlier,
-            }
+            spent = {"llm_calls": sent * (earlier + 1) if sent else earlier, "retries": earlier}
+            if isinstance(exc, ModelRefusalError):
+                return {**refused(exc), **spent}
+            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
+            return {"status": "error", "error": describe_error(exc), "answer": answer, **spent}
         if earlier and isinstance(update, dict):
             calls = update.get("llm_calls", 0)
             update = {**update, "llm_calls": calls + earlier, "retries": earlier}

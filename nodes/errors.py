@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
+from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import RetryPolicy
 
 from loopgraphs.models import is_local_model, is_loopback_url
+from loopgraphs.nodes.parsing.text import content_text, refusal_of
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
@@ -117,15 +121,61 @@ def is_transient_unless_local_timeout(exc: BaseException) -> bool:
 
 
 REJECTION_STATUS = frozenset({400, 404, 405, 415, 422, 501})
+# What a provider's refusal of the request's form names: tools or function calling, a
+# tool choice, a response format or JSON schema (the words of OpenAI, OpenAI-compatible
+# servers such as vLLM and llama.cpp, Ollama and Anthropic).
+FORM_WORDS = re.compile(
+    r"tool|function|response[_ ]?format|json[_ ]?schema|structured[_ ]output|grammar|"
+    r"output[_ ]format|\bformat\b|\bstrict\b",
+    re.IGNORECASE,
+)
+# A request too long for the model is refused whatever its form.
+CONTEXT_OVERFLOW = re.compile(
+    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
+    r"input is too long|reduce the length",
+    re.IGNORECASE,
+)
+
+
+def error_text(exc: BaseException) -> str:
+    """What a provider error says: its message, with the error body's ``code`` and
+    ``type`` when the client kept them."""
+    parts = [str(exc)]
+    for name in ("code", "type"):
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            parts.append(value)
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        parts.append(str(body))
+    return " ".join(parts)
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether the provider refused the request as too long for the model's context
+    window (langchain-core's ``ContextOverflowError``, or a 400 that says so)."""
+    if isinstance(exc, ContextOverflowError):
+        return True
+    return status_code(exc) == 400 and bool(CONTEXT_OVERFLOW.search(error_text(exc)))
 
 
 def is_form_rejection(exc: BaseException) -> bool:
-    """True when the request's form was refused, so another form may work: the model class
-    does not implement it (``NotImplementedError``, e.g. no ``bind_tools``) or the provider
-    rejected a parameter such as ``tools`` or ``response_format`` (HTTP 400, 404, 405, 415,
-    422, 501). Authentication and permission errors are not rejections of the form: they
-    end the run."""
-    return isinstance(exc, NotImplementedError) or status_code(exc) in REJECTION_STATUS
+    """True when the provider refused the request's form, so that another form may work:
+    the model class does not implement it (``NotImplementedError``, e.g. no
+    ``bind_tools``), or a client error (HTTP 400, 404, 405, 415, 422, 501) that names
+    tools, function calling, a tool choice, a response format or a JSON schema ("does
+    not support tools", "'response_format' of type 'json_schema' is not supported").
+
+    Any other client error is not about the form and ends the run at once with the
+    provider's message: a context too long for the model (whatever words it uses), a
+    model that does not exist, a bad parameter of the caller's, authentication and
+    permission errors.
+    """
+    if isinstance(exc, NotImplementedError):
+        return True
+    if status_code(exc) not in REJECTION_STATUS or is_context_overflow(exc):
+        return False
+    return bool(FORM_WORDS.search(error_text(exc)))
 
 
 def default_retry_policy(model: object = None, *, max_attempts: int = 3) -> RetryPolicy:
@@ -207,3 +257,34 @@ def all_failed(outcomes: Sequence[object]) -> BaseException:
 def failed_requests(outcomes: Sequence[object]) -> int:
     """How many model requests failed among the outcomes of concurrent calls."""
     return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))
+
+
+REFUSED = "the model refused"
+"""How ``error`` starts when the model refused to answer."""
+
+
+def refused(exc: ModelRefusalError) -> dict[str, object]:
+    """The end of a run whose model refused: ``status="error"``, ``error`` with the
+    model's words (``"the model refused: ..."``), no answer, and the refusing reply in the
+    transcript, its words as its text (a refusal may come with none), so that a chat shows
+    them.
+
+    Args:
+        exc: The refusal, raised by the model call (or by the client, as OpenAI's
+            structured output does) with the reply as ``raw_message``.
+
+    Returns:
+        The state update.
+    """
+    reply = exc.raw_message
+    words = refusal_of(reply) if isinstance(reply, AIMessage) else None
+    words = words or str(exc).strip() or "no reason given"
+    update: dict[str, object] = {"status": "error", "error": f"{REFUSED}: {words}", "answer": ""}
+    if isinstance(reply, AIMessage):
+        shown = (
+            reply
+            if content_text(reply.content).strip()
+            else reply.model_copy(update={"content": words})
+        )
+        update["messages"] = [shown]
+    return update

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.agents.structured_output import ResponseFormat
+from langchain_core.exceptions import ModelRefusalError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -34,7 +35,7 @@ from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
-from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.parsing.text import content_text, refusal_of
 from loopgraphs.state import LoopRuntime, ModelSpend, Usage, add_usage, empty_usage, usage_of
 
 PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
@@ -64,8 +65,17 @@ class Spent:
         return named(read(output), name)
 
     def outcome(self, response: ModelResponse, commands: Sequence[Command[object]] = ()) -> Outcome:
-        """The ``Outcome`` of the call: its response, what was spent, and the commands."""
-        return Outcome(response, self.calls, self.usage, tuple(commands))
+        """The ``Outcome`` of the call: its response, what was spent, and the commands.
+
+        Raises:
+            ModelRefusalError: the model refused (see ``refusal_of``); the error carries
+                the reply, its words as the refusal's text.
+        """
+        outcome = Outcome(response, self.calls, self.usage, tuple(commands))
+        words = refusal_of(outcome.reply)
+        if words is not None:
+            raise ModelRefusalError(words, raw_message=outcome.reply)
+        return outcome
 
     def __enter__(self) -> Spent:
         return self

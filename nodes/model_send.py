@@ -34,6 +34,13 @@ from pydantic import BaseModel
 from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.nodes.strict_schema import (
+    ROOT_KEY,
+    json_schema_of,
+    object_root,
+    sends_strict,
+    strict_schema,
+)
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsForm = Literal["bind", "schema", "prompt"]
@@ -105,17 +112,14 @@ def prepare(
     system = joined_system(request.system_message, text)
     head = [system] if system is not None else []
     strategy = request.response_format
+    prompt: list[BaseMessage] = [*head, *request.messages]
     if isinstance(strategy, ToolStrategy):
-        target, name = schema_tool(strategy.schema)
-        # Bound in the provider's tool format: some chat models bind only dicts and tools.
-        bound = model.bind_tools([convert_to_openai_tool(target)], tool_choice=name)
-        return bound, [*head, *request.messages], _read_tool_schema
+        return _tool_level(model, strategy), prompt, _read_tool_schema
     if strategy is not None:
         schema = strategy.schema if isinstance(strategy, ProviderStrategy) else strategy
-        structured = model.with_structured_output(
-            schema_tool(schema)[0], method="json_schema", include_raw=True
-        )
-        return structured, [*head, *request.messages], _read_provider_json
+        refused = isinstance(strategy, ProviderStrategy) and strategy.schema_spec.strict is False
+        sender, wrapped = _json_level(model, schema_tool(schema)[0], strict=not refused)
+        return sender, prompt, _provider_reader(wrapped)
     if form.tools == "bind" or not registry:
         settings = request.model_settings
         runnable: Sender = model.bind(**settings) if settings else model
@@ -130,8 +134,8 @@ def prepare(
             if form.schema is not None
             else action_schema(registry, require=require, thoughts=form.thoughts)
         )
-        structured = model.with_structured_output(schema, method="json_schema", include_raw=True)
-        return structured, [*head, *body], _read_action_json
+        structured, wrapped = _json_level(model, schema)
+        return structured, [*head, *body], _action_reader(wrapped)
     return model, [*head, *body], _read_reply
 
 
@@ -201,6 +205,33 @@ def schema_tool(schema: Any) -> tuple[Any, str]:
     return schema, str(getattr(schema, "__name__", "response"))
 
 
+def _tool_level(model: BaseChatModel, strategy: ToolStrategy[Any]) -> Sender:
+    """The model made to call the schema of a ``ToolStrategy`` as its only tool, bound in
+    the provider's tool format (some chat models bind only dicts and tools), in strict
+    form where the client takes it."""
+    target, name = schema_tool(strategy.schema)
+    tool = convert_to_openai_tool(target)
+    if not sends_strict(model, "bind_tools"):
+        return model.bind_tools([tool], tool_choice=name)
+    function = tool["function"]
+    parameters = strict_schema(function.get("parameters") or {"type": "object", "properties": {}})
+    strict_tool = {**tool, "function": {**function, "parameters": parameters, "strict": True}}
+    return model.bind_tools([strict_tool], tool_choice=name, strict=True)
+
+
+def _json_level(model: BaseChatModel, schema: Any, *, strict: bool = True) -> tuple[Sender, bool]:
+    """The model asked for provider-enforced JSON of ``schema`` (raw reply included), and
+    whether the schema's root was wrapped (see ``object_root``): in strict form, with
+    ``strict=True``, where the client takes it, as the schema is otherwise."""
+    if not (strict and sends_strict(model, "with_structured_output")):
+        return model.with_structured_output(schema, method="json_schema", include_raw=True), False
+    body, wrapped = object_root(json_schema_of(schema))
+    sender = model.with_structured_output(
+        strict_schema(body), method="json_schema", include_raw=True, strict=True
+    )
+    return sender, wrapped
+
+
 def _read_reply(output: object) -> ModelResponse:
     reply = output if isinstance(output, AIMessage) else AIMessage(content=content_text(output))
     return ModelResponse(result=[reply])
@@ -216,25 +247,43 @@ def _read_tool_schema(output: object) -> ModelResponse:
     return ModelResponse(result=[reply], structured_response=data)
 
 
-def _read_provider_json(output: object) -> ModelResponse:
+def _raw_and_parsed(output: object, wrapped: bool) -> tuple[AIMessage, object]:
+    """The raw reply of a json-level call and the object it holds (read from the reply's
+    text when the client parsed none; taken out of ``ROOT_KEY`` when the schema's root
+    was wrapped)."""
     raw = output.get("raw") if isinstance(output, dict) else output
     parsed = output.get("parsed") if isinstance(output, dict) else None
     reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
     if parsed is None:
         parsed = extract_json(content_text(reply.content))
-    return ModelResponse(result=[reply], structured_response=parsed)
+    if isinstance(parsed, BaseModel):
+        parsed = parsed.model_dump()
+    if wrapped and isinstance(parsed, dict):
+        parsed = parsed.get(ROOT_KEY)
+    return reply, parsed
 
 
-def _read_action_json(output: object) -> ModelResponse:
-    """A json-mode action: the raw reply, with the parsed action as its text when the
-    provider returned only the parsed object."""
-    raw = output.get("raw") if isinstance(output, dict) else output
-    parsed = output.get("parsed") if isinstance(output, dict) else None
-    reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
-    if not content_text(reply.content).strip() and parsed is not None:
-        data = parsed.model_dump() if isinstance(parsed, BaseModel) else parsed
-        reply = reply.model_copy(update={"content": json.dumps(data, ensure_ascii=False)})
-    return ModelResponse(result=[reply])
+def _provider_reader(wrapped: bool) -> Reader:
+    def read(output: object) -> ModelResponse:
+        reply, parsed = _raw_and_parsed(output, wrapped)
+        return ModelResponse(result=[reply], structured_response=parsed)
+
+    return read
+
+
+def _action_reader(wrapped: bool) -> Reader:
+    """A json-mode action's reader: the raw reply, whose text is the action's JSON (the
+    parsed action when the provider returned no text, the inner object when the schema's
+    root was wrapped)."""
+
+    def read(output: object) -> ModelResponse:
+        reply, parsed = _raw_and_parsed(output, wrapped)
+        text = content_text(reply.content).strip()
+        if parsed is not None and (wrapped or not text):
+            reply = reply.model_copy(update={"content": json.dumps(parsed, ensure_ascii=False)})
+        return ModelResponse(result=[reply])
+
+    return read
 
 
 _registries: dict[tuple[int, ...], tuple[list[object], ToolRegistry]] = {}

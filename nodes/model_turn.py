@@ -121,11 +121,14 @@ def interpret(mode: str, reply: AIMessage) -> ParsedReply:
 
 def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -> dict[str, Any]:
     """Keyword arguments from a parsed action input: a bare string becomes the value of
-    the tool's only (or only required) parameter, or is decoded as a JSON object."""
-    if isinstance(args, dict):
-        return args
+    the tool's only (or only required) parameter, or is decoded as a JSON object. An
+    optional parameter given as ``null`` is left out (a strict schema makes every
+    parameter required and the optional ones nullable), so the tool's default applies."""
     tool = registry.get(name)
     schema = registry.parameters(name) if tool is not None else {}
+    if isinstance(args, dict):
+        required = set(schema.get("required") or [])
+        return {key: value for key, value in args.items() if value is not None or key in required}
     fields = list(schema.get("properties", {}))
     if tool is not None and not fields:
         return {}

@@ -1,16 +1,19 @@
-"""Structured output from any chat model, degrading through three levels.
+"""Structured output from any chat model, degrading through three levels (``LADDER``).
 
 1. ``native``: the schema is offered as the only tool and the model is made to call it.
 2. ``json``: provider-enforced JSON (``with_structured_output(method="json_schema")``;
-   llama.cpp turns the schema into a grammar, OpenAI uses strict JSON schema).
+   llama.cpp turns the schema into a grammar, OpenAI enforces it in strict mode).
 3. ``text``: a plain call asking for JSON, extracted from free text, then an optional
    regex fallback.
 
-Each level that gets an unusable reply is retried once with a reformat request, and the
-optional regex fallback reads every reply's text at every level; a level the provider
-rejects (or the model's profile says it lacks) is skipped, and when every level was
-rejected the last rejection is raised. Authentication failures are raised at once. The result says
-which level succeeded and what it cost, and the number of calls never exceeds
+The native and json levels send the schema in strict form, with ``strict=True``, where
+the client takes it (see ``loopgraphs.nodes.strict_schema``). Each level that gets an
+unusable reply is retried once with a reformat request, and the optional regex fallback
+reads every reply's text at every level; a level the provider rejects as a form (see
+``loopgraphs.nodes.errors.is_form_rejection``), or that the model's profile or the run's
+tool mode rules out, is skipped, and when every level was rejected the last rejection is
+raised. Any other failure is raised at once. The result says which level succeeded, which
+the provider refused and what it cost, and the number of calls never exceeds
 ``max_calls``.
 """
 
@@ -36,35 +39,45 @@ from loopgraphs.nodes.model_call import ModelCall, ModelCaller, as_outcome, call
 from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text, stopped_at_cap
+from loopgraphs.nodes.strict_schema import json_schema_of, without_nulls
 from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
 from loopgraphs.state import ModelSpend, Usage, add_usage, empty_usage
 
 T = TypeVar("T", bound=BaseModel)
 Level = Literal["native", "json", "text", "failed"]
-LEVELS: tuple[Level, ...] = ("native", "json", "text")
+LADDER: tuple[Level, ...] = ("native", "json", "text")
+"""The forms a request steps down through when the provider refuses one: native tool
+calling, provider-enforced JSON, plain text. Every model call of every loop takes it; a
+run's ``tool_mode`` says where its tool calls are on it (see ``available_levels``)."""
 PARSE_FAILURES = (ValidationError, OutputParserException)
 
 
 @dataclass
 class StructuredResult:
-    """Outcome of ``structured_call``."""
+    """Outcome of ``structured_call``: the value and the level that produced it, the
+    calls and tokens spent, the replies read, and the levels the provider refused (their
+    form: tools or a response format), in order."""
 
     value: Any
     level: Level
     calls: int = 0
     usage: Usage = field(default_factory=empty_usage)
     replies: list[AIMessage] = field(default_factory=list)
+    refused: list[Level] = field(default_factory=list)
 
     def state_update(self) -> ModelSpend:
         """The ``llm_calls``/``usage`` update that accounts for this call."""
         return {"llm_calls": self.calls, "usage": self.usage}
 
 
-def available_levels(model: BaseChatModel) -> list[Level]:
-    """Levels worth trying for a model, from its profile (unknown means try)."""
+def available_levels(model: BaseChatModel, mode: str | None = None) -> list[Level]:
+    """The levels worth trying for a model, in ``LADDER`` order: those its profile does
+    not rule out (unknown means try), without the native level in a run whose tool
+    ``mode`` is ``"json"`` or ``"text"`` (chosen so, or stepped down to because the
+    provider refused tools)."""
     caps = capabilities(model)
     levels: list[Level] = []
-    if caps.tool_calling is not False:
+    if mode not in ("json", "text") and caps.tool_calling is not False:
         levels.append("native")
     if caps.structured_output is not False:
         levels.append("json")
@@ -94,23 +107,6 @@ def _validate(schema: Any, data: object) -> object:
         return TypeAdapter(schema).validate_python(data)
     except ValidationError:
         return None
-
-
-def schema_name(schema: object) -> str:
-    """The name a schema goes by in tool calls and prompts."""
-    if isinstance(schema, dict):
-        return str(schema.get("title") or schema.get("name") or "response")
-    return str(getattr(schema, "__name__", "response"))
-
-
-def json_schema_of(schema: Any) -> dict[str, Any]:
-    """The JSON schema of a pydantic model, TypedDict/dataclass, or a JSON schema dict."""
-    if isinstance(schema, dict):
-        body = schema.get("schema", schema)
-        return {"title": schema_name(schema), **body}
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema()
-    return {"title": schema_name(schema), **TypeAdapter(schema).json_schema()}
 
 
 def structured_call(
@@ -144,7 +140,8 @@ def structured_call(
             bound: the schema is the only tool of the native level, and the text level
             only describes them, so a model without function calling can answer it).
         with_system: Whether the caller's system prompt goes first.
-        levels: Levels to try, in order; default from the model's profile.
+        levels: Levels to try, in order; default: ``available_levels`` of the model, from
+            the run's tool mode (the ``tool_mode`` of the state the caller carries) down.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
         max_calls: Hard cap on model calls across all levels.
 
@@ -161,7 +158,8 @@ def structured_call(
     result = StructuredResult(value=None, level="failed")
     rejection: BaseException | None = None
     rejected = 0  # requests the provider refused; they count as calls, not as replies
-    for level in levels or available_levels(ask.model):
+    mode = ask.state.get("tool_mode")
+    for level in levels or available_levels(ask.model, mode if isinstance(mode, str) else None):
         for attempt in range(2):
             if result.calls >= max_calls:
                 result.calls += rejected
@@ -190,6 +188,7 @@ def structured_call(
                     raise
                 rejection = exc
                 rejected += failed_calls(exc)
+                result.refused.append(level)
                 break
             result.calls += outcome.calls
             result.usage = add_usage(result.usage, outcome.usage)
@@ -201,6 +200,8 @@ def structured_call(
             if level == "text" or data is None:
                 data = extract_json(content_text(raw.content))
             value = _validate(schema, data)
+            if value is None and data is not None:  # a strict schema's nulls: keys left out
+                value = _validate(schema, without_nulls(data))
             if value is None and regex_fallback is not None:
                 value = _validate(schema, regex_fallback(_reply_text(raw)))
             if value is not None:

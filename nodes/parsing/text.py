@@ -41,8 +41,20 @@ def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> st
     return found if found else text.strip()
 
 
-# Where providers say a reply stopped at its token cap.
-CUT_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
+# Where each provider says a reply stopped at its token cap: the response metadata key
+# its LangChain client fills, and the values that mean "cut".
+CUT_REASONS: dict[str, frozenset[str]] = {
+    # OpenAI Chat Completions, OpenAI-compatible servers, Google Gemini (an enum's name)
+    "finish_reason": frozenset({"length", "max_tokens", "MAX_TOKENS"}),
+    # Anthropic, Bedrock's invoke API
+    "stop_reason": frozenset({"max_tokens", "model_context_window_exceeded", "length"}),
+    # Bedrock's Converse API
+    "stopReason": frozenset({"max_tokens", "model_context_window_exceeded"}),
+    # Ollama
+    "done_reason": frozenset({"length"}),
+}
+# OpenAI's Responses API: ``status: "incomplete"`` and the reason in ``incomplete_details``.
+INCOMPLETE_CUT = frozenset({"max_output_tokens"})
 REPEAT_UNITS = (4, 200)  # lengths of a repeated piece of text, in characters
 REPEAT_MIN_CHARS = 48  # repeats shorter than this in all are not a runaway
 
@@ -66,11 +78,82 @@ def ends_in_repetition(text: str) -> bool:
     return False
 
 
+def _reason(value: object) -> str:
+    """A stop reason as text: an enum's member name (``FinishReason.MAX_TOKENS``) or the
+    string itself."""
+    name = getattr(value, "name", value)
+    return str(name).rsplit(".", 1)[-1] if name is not None else ""
+
+
 def stopped_at_cap(message: AnyMessage) -> bool:
-    """Whether the provider says a reply stopped at the token cap (``finish_reason=
-    "length"`` and the like)."""
+    """Whether the provider says a reply stopped at its token cap, in whichever way it
+    says it: ``finish_reason="length"`` (OpenAI, OpenAI-compatible servers, Gemini's
+    ``MAX_TOKENS``), ``stop_reason="max_tokens"`` (Anthropic, Bedrock), ``stopReason``
+    (Bedrock Converse), ``done_reason="length"`` (Ollama), or an ``incomplete`` response
+    cut at ``max_output_tokens`` (OpenAI's Responses API).
+
+    Args:
+        message: A model's reply.
+
+    Returns:
+        True when the reply is cut at the cap; False otherwise, or when nothing says.
+    """
     metadata = getattr(message, "response_metadata", None) or {}
-    return (metadata.get("finish_reason") or metadata.get("stop_reason")) in CUT_REASONS
+    for key, reasons in CUT_REASONS.items():
+        if _reason(metadata.get(key)) in reasons:
+            return True
+    details = metadata.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return metadata.get("status") == "incomplete" and _reason(reason) in INCOMPLETE_CUT
+
+
+# Stop reasons that mean the provider's filter, not the model, ended the reply.
+FILTERED = frozenset({"content_filter", "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST"})
+FILTERED_TEXT = "the provider's content filter stopped the reply"
+
+
+def refusal_of(message: AnyMessage) -> str | None:
+    """The words of a reply in which the model refused, or None when it did not refuse.
+
+    Providers say it in their own ways: OpenAI's ``refusal`` field (Chat Completions) or
+    ``refusal`` content part (Responses API), Anthropic's ``stop_reason="refusal"``, and a
+    content filter's stop reason (``content_filter``, Gemini's ``SAFETY``). A refusal the
+    model writes as ordinary text is not one here: it reads as an answer.
+
+    Args:
+        message: A model's reply.
+
+    Returns:
+        The refusal's text (the reply's text, or a note naming the filter, when the
+        provider gave none); None for any other reply.
+    """
+    if not isinstance(message, AIMessage):
+        return None
+    stated = message.additional_kwargs.get("refusal")
+    if isinstance(stated, str) and stated.strip():
+        return stated.strip()
+    if isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, dict) and block.get("type") == "refusal":
+                return str(block.get("refusal") or "").strip() or _said_or(message, "")
+    metadata = message.response_metadata or {}
+    if metadata.get("stop_reason") == "refusal":
+        details = metadata.get("stop_details")
+        explained = details.get("explanation") if isinstance(details, dict) else None
+        return _said_or(message, str(explained or "").strip())
+    details = metadata.get("incomplete_details")
+    reasons = [
+        metadata.get("finish_reason"),
+        details.get("reason") if isinstance(details, dict) else None,
+    ]
+    if any(_reason(reason) in FILTERED for reason in reasons if reason):
+        return _said_or(message, FILTERED_TEXT)
+    return None
+
+
+def _said_or(message: AIMessage, fallback: str) -> str:
+    """The reply's text, else ``fallback``."""
+    return content_text(message.content).strip() or fallback
 
 
 def cut_short(message: AnyMessage) -> bool:

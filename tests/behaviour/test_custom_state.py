@@ -34,7 +34,8 @@ from loopgraphs import (
 )
 from loopgraphs.nodes.build import caller_reducers
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import FAST_RETRY, MODES, act, final
+from tests.support.scripts import model_for as scripted_model
 
 
 class FruitState(TypedDict, total=False):
@@ -76,12 +77,21 @@ def satisfied(mode: str) -> Any:
     return "SATISFACTORY"
 
 
-def build(loop: str, mode: str, **options: Any) -> Any:
-    """The loop with a script in which the tool adds "plums" (tool loops) once per run."""
-    shared = {"tool_mode": mode, "retry_policy": FAST_RETRY, "state_schema": FruitState}
+def build(
+    loop: str, mode: str, *, model_kwargs: dict[str, Any] | None = None, **options: Any
+) -> Any:
+    """The loop with a script in ``mode``'s grammar in which the tool adds "plums" (tool
+    loops) once per run; ``model_kwargs`` go to the scripted model, ``options`` to the
+    factory (over the tool mode, retry policy and state schema set here)."""
+    defaults = {"tool_mode": mode, "retry_policy": FAST_RETRY, "state_schema": FruitState}
+    shared = {**defaults, **options}
+
+    def model_for(mode: str, script: list[Any]) -> Any:
+        return scripted_model(mode, script, **(model_kwargs or {}))
+
     if loop == "react":
         model = model_for(mode, [act(mode, "add_fruit", {"name": "plums"}), final(mode, "ok")])
-        return create_react_graph(model, [add_fruit], **shared, **options)
+        return create_react_graph(model, [add_fruit], **shared)
     if loop == "plan_execute":
         script = [
             structured(mode, "Plan", {"steps": ["add plums", "say done"]}),
@@ -90,7 +100,7 @@ def build(loop: str, mode: str, **options: Any) -> Any:
             final(mode, "done"),
             "All done.",
         ]
-        return create_plan_execute_graph(model_for(mode, script), [add_fruit], **shared, **options)
+        return create_plan_execute_graph(model_for(mode, script), [add_fruit], **shared)
     if loop == "reflexion":
         script = [
             act(mode, "add_fruit", {"name": "plums"}),
@@ -100,7 +110,7 @@ def build(loop: str, mode: str, **options: Any) -> Any:
             final(mode, "added, really"),
             satisfied(mode),
         ]
-        return create_reflexion_graph(model_for(mode, script), [add_fruit], **shared, **options)
+        return create_reflexion_graph(model_for(mode, script), [add_fruit], **shared)
     if loop == "self_ask":
         follow = "Are follow up questions needed here? Yes.\nFollow up: plums"
         if mode == "native":
@@ -110,7 +120,7 @@ def build(loop: str, mode: str, **options: Any) -> Any:
         else:
             first = f"{follow}\nTool: add_fruit\nTool Input: plums"
         script = [first, "So the final answer is: plums"]
-        return create_self_ask_graph(model_for(mode, script), [add_fruit], **shared, **options)
+        return create_self_ask_graph(model_for(mode, script), [add_fruit], **shared)
     if loop == "critic":
         claim = {"claim": "plums are in", "tool": "add_fruit", "tool_input": {"name": "plums"}}
         if mode == "native":
@@ -121,14 +131,14 @@ def build(loop: str, mode: str, **options: Any) -> Any:
             report = "CLAIM: plums are in\nTOOL: add_fruit\nTOOL INPUT: plums"
         script = ["Plums are in.", report, "Plums are in, checked."]
         return create_critic_graph(
-            model_for(mode, script), [add_fruit], max_critique_rounds=1, **shared, **options
+            model_for(mode, script), [add_fruit], max_critique_rounds=1, **shared
         )
-    del shared["tool_mode"]
+    shared.pop("tool_mode", None)
     if loop == "cot":
-        return create_cot_graph(model_for(mode, ["FINAL ANSWER: 4"]), **shared, **options)
+        return create_cot_graph(model_for(mode, ["FINAL ANSWER: 4"]), **shared)
     script = ["1. ANSWER: 4", structured(mode, "Scores", {"scores": [9]})]
     return create_tot_graph(
-        model_for(mode, script), n_branches=1, beam_width=1, max_depth=1, **shared, **options
+        model_for(mode, script), n_branches=1, beam_width=1, max_depth=1, **shared
     )
 
 

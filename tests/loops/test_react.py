@@ -242,7 +242,7 @@ def test_small_recursion_limit_never_raises():
 
 def test_provider_rejecting_tools_falls_back_to_json():
     model = ScriptedChatModel(
-        replies=["(rejected)", act("json", "multiply", {"a": 2, "b": 2}), final("json", "4")],
+        replies=[act("json", "multiply", {"a": 2, "b": 2}), final("json", "4")],
         rejects_tools=True,
     )
     out = create_react_graph(model, [multiply], retry_policy=FAST_RETRY).invoke(

@@ -129,11 +129,19 @@ def test_authentication_failure_is_raised_at_once():
     assert model.call_count == 1
 
 
-def test_rejection_at_every_level_is_raised():
-    model = model_for("native", [ProviderError(400, "context too long")], repeat_last=True)
-    with pytest.raises(ProviderError, match="context too long"):
+def test_rejection_of_the_form_at_every_level_is_raised():
+    refused = ProviderError(400, "tools are not supported by this model")
+    model = model_for("native", [refused], repeat_last=True)
+    with pytest.raises(ProviderError, match="not supported"):
         evaluate(model)
     assert model.call_count == 3  # native, json and text were each tried once
+
+
+def test_a_rejection_not_of_the_form_is_raised_at_once():
+    model = model_for("native", [ProviderError(400, "context length exceeded")], repeat_last=True)
+    with pytest.raises(ProviderError, match="context length"):
+        evaluate(model)
+    assert model.call_count == 1
 
 
 def test_transient_failure_is_left_to_the_retry_policy():

@@ -386,7 +386,7 @@ def test_small_recursion_limit_never_raises(mode, limit):
 def test_provider_rejecting_tools_falls_back_to_text_in_auto_mode():
     search = Search()
     model = ScriptedChatModel(
-        replies=["(rejected)", ask("text", Q1), "So the final answer is: Italy"], rejects_tools=True
+        replies=[ask("text", Q1), "So the final answer is: Italy"], rejects_tools=True
     )
     graph = create_self_ask_graph(model, [search.tool], retry_policy=FAST_RETRY)
     out = graph.invoke(QUESTION)

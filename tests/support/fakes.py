@@ -128,6 +128,9 @@ class ScriptedChatModel(BaseChatModel):
             if tools is not None:
                 self._tool_sets.append(tools)
                 self._tool_choices.append(choice)
+            if tools is not None and self.rejects_tools:
+                # Refused before any reply is written: the script's next reply stays.
+                raise ProviderError(400, "tools are not supported by this model")
             if self._index < len(self.replies):
                 reply = self.replies[self._index]
                 self._index += 1
@@ -135,8 +138,6 @@ class ScriptedChatModel(BaseChatModel):
                 reply = self.replies[-1]
             else:
                 raise AssertionError(f"script exhausted after {len(self.replies)} replies")
-        if tools is not None and self.rejects_tools:
-            raise ProviderError(400, "tools are not supported by this model")
         if callable(reply) and not isinstance(reply, BaseException):
             reply = reply(messages)
         if isinstance(reply, BaseException):

@@ -36,13 +36,13 @@ def final(mode: str, answer: str) -> Any:
 
 
 def model_for(mode: str, replies: list[Any], **kwargs: Any) -> ScriptedChatModel:
-    """A scripted model whose profile matches ``mode``."""
+    """A scripted model whose profile matches ``mode`` (``profile=`` replaces it)."""
     profile = {
         "native": {"tool_calling": True, "structured_output": True},
         "json": {"tool_calling": False, "structured_output": True},
         "text": {"tool_calling": False, "structured_output": False},
     }[mode]
-    return ScriptedChatModel(replies=replies, profile=profile, **kwargs)
+    return ScriptedChatModel(replies=replies, **{"profile": profile, **kwargs})
 
 
 class Refunds:

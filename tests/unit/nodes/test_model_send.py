@@ -4,6 +4,7 @@ read, the system message, and the caches of registries and bound models."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -135,26 +136,39 @@ def test_a_schema_tool_reply_is_read_from_its_call_or_its_text():
 
 def test_provider_json_is_read_from_the_parsed_object_or_the_raw_text():
     raw = AIMessage('{"city": "Rome"}')
-    parsed = model_send._read_provider_json({"raw": raw, "parsed": {"city": "Oslo"}})
+    parsed = model_send._provider_reader(False)({"raw": raw, "parsed": {"city": "Oslo"}})
     assert parsed.result == [raw] and parsed.structured_response == {"city": "Oslo"}
-    unparsed = model_send._read_provider_json({"raw": raw, "parsed": None})
+    unparsed = model_send._provider_reader(False)({"raw": raw, "parsed": None})
     assert unparsed.structured_response == {"city": "Rome"}
-    bare = model_send._read_provider_json({"city": "Oslo"})
+    bare = model_send._provider_reader(False)({"city": "Oslo"})
     assert bare.result[0].content == "" and bare.structured_response is None
 
 
 def test_a_json_action_keeps_its_raw_text_or_writes_the_parsed_action():
     raw = AIMessage('{"action": "final_answer", "action_input": "4"}')
-    kept = model_send._read_action_json({"raw": raw, "parsed": {"action": "x"}})
+    kept = model_send._action_reader(False)({"raw": raw, "parsed": {"action": "x"}})
     assert kept.result == [raw]
     empty = AIMessage("")
-    written = model_send._read_action_json({"raw": empty, "parsed": {"action": "añadir"}})
+    written = model_send._action_reader(False)({"raw": empty, "parsed": {"action": "añadir"}})
     assert written.result[0].content == '{"action": "añadir"}'
-    model = model_send._read_action_json({"raw": empty, "parsed": Weather(city="Oslo")})
+    model = model_send._action_reader(False)({"raw": empty, "parsed": Weather(city="Oslo")})
     assert model.result[0].content == '{"city": "Oslo"}'
-    nothing = model_send._read_action_json({"raw": None, "parsed": None})
+    nothing = model_send._action_reader(False)({"raw": None, "parsed": None})
     assert nothing.result[0].content == ""
-    assert model_send._read_action_json(raw).result == [raw]
+
+
+def test_a_wrapped_root_is_read_from_its_value():
+    """A strict schema whose root was not an object is sent wrapped in ``value``; its
+    reply is read as the object inside."""
+    raw = AIMessage('{"value": {"action": "final_answer", "action_input": "4"}}')
+    step = {"action": "final_answer", "action_input": "4"}
+    action = model_send._action_reader(True)({"raw": raw, "parsed": {"value": step}})
+    assert json.loads(action.result[0].content) == step
+    unparsed = model_send._action_reader(True)({"raw": raw, "parsed": None})
+    assert json.loads(unparsed.result[0].content) == step
+    provided = model_send._provider_reader(True)({"raw": raw, "parsed": {"value": [1, 2]}})
+    assert provided.structured_response == [1, 2]
+    assert model_send._action_reader(False)(raw).result == [raw]
 
 
 def test_the_loops_text_follows_the_callers_system_message():
