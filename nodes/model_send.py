@@ -32,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from loopgraphs.deprecation import renamed
+from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.strict_schema import (
@@ -221,15 +222,20 @@ def _tool_level(model: BaseChatModel, strategy: ToolStrategy[Any]) -> Sender:
 
 def _json_level(model: BaseChatModel, schema: Any, *, strict: bool = True) -> tuple[Sender, bool]:
     """The model asked for provider-enforced JSON of ``schema`` (raw reply included), and
-    whether the schema's root was wrapped (see ``object_root``): in strict form, with
-    ``strict=True``, where the client takes it, as the schema is otherwise."""
-    if not (strict and sends_strict(model, "with_structured_output")):
+    whether the schema's root was wrapped (see ``object_root``).
+
+    A small embedded model gets the schema as written (its llama.cpp server turns it into
+    a grammar, bounds included); any other model a plain JSON schema with an object at
+    its root, in strict form with ``strict=True`` where the client takes it."""
+    if needs_guided_steps(model):
         return model.with_structured_output(schema, method="json_schema", include_raw=True), False
     body, wrapped = object_root(json_schema_of(schema))
-    sender = model.with_structured_output(
-        strict_schema(body), method="json_schema", include_raw=True, strict=True
-    )
-    return sender, wrapped
+    if strict and sends_strict(model, "with_structured_output"):
+        sender = model.with_structured_output(
+            strict_schema(body), method="json_schema", include_raw=True, strict=True
+        )
+        return sender, wrapped
+    return model.with_structured_output(body, method="json_schema", include_raw=True), wrapped
 
 
 def _read_reply(output: object) -> ModelResponse:
@@ -247,10 +253,10 @@ def _read_tool_schema(output: object) -> ModelResponse:
     return ModelResponse(result=[reply], structured_response=data)
 
 
-def _raw_and_parsed(output: object, wrapped: bool) -> tuple[AIMessage, object]:
-    """The raw reply of a json-level call and the object it holds (read from the reply's
-    text when the client parsed none; taken out of ``ROOT_KEY`` when the schema's root
-    was wrapped)."""
+def _raw_and_parsed(output: object, wrapped: bool) -> tuple[AIMessage, object, bool]:
+    """The raw reply of a json-level call, the object it holds (read from the reply's
+    text when the client parsed none), and whether that object was taken out of
+    ``ROOT_KEY`` (the schema's root was wrapped and the reply followed it)."""
     raw = output.get("raw") if isinstance(output, dict) else output
     parsed = output.get("parsed") if isinstance(output, dict) else None
     reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")
@@ -258,14 +264,14 @@ def _raw_and_parsed(output: object, wrapped: bool) -> tuple[AIMessage, object]:
         parsed = extract_json(content_text(reply.content))
     if isinstance(parsed, BaseModel):
         parsed = parsed.model_dump()
-    if wrapped and isinstance(parsed, dict):
-        parsed = parsed.get(ROOT_KEY)
-    return reply, parsed
+    if wrapped and isinstance(parsed, dict) and set(parsed) == {ROOT_KEY}:
+        return reply, parsed[ROOT_KEY], True
+    return reply, parsed, False
 
 
 def _provider_reader(wrapped: bool) -> Reader:
     def read(output: object) -> ModelResponse:
-        reply, parsed = _raw_and_parsed(output, wrapped)
+        reply, parsed, _ = _raw_and_parsed(output, wrapped)
         return ModelResponse(result=[reply], structured_response=parsed)
 
     return read
@@ -273,13 +279,13 @@ def _provider_reader(wrapped: bool) -> Reader:
 
 def _action_reader(wrapped: bool) -> Reader:
     """A json-mode action's reader: the raw reply, whose text is the action's JSON (the
-    parsed action when the provider returned no text, the inner object when the schema's
-    root was wrapped)."""
+    parsed action when the provider returned no text, the inner object when the reply
+    followed a wrapped root)."""
 
     def read(output: object) -> ModelResponse:
-        reply, parsed = _raw_and_parsed(output, wrapped)
+        reply, parsed, unwrapped = _raw_and_parsed(output, wrapped)
         text = content_text(reply.content).strip()
-        if parsed is not None and (wrapped or not text):
+        if parsed is not None and (unwrapped or not text):
             reply = reply.model_copy(update={"content": json.dumps(parsed, ensure_ascii=False)})
         return ModelResponse(result=[reply])
 

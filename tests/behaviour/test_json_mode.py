@@ -43,7 +43,7 @@ def test_json_mode_asks_for_provider_json_unless_the_profile_says_no(profile, us
     assert len(model.schemas) == (1 if uses_schema else 0)
     if uses_schema:
         (schema,) = model.schemas
-        assert schema["name"] == "react_step"
+        assert schema["title"] == "react_step"
 
 
 def test_the_fake_tells_unknown_from_unsupported():

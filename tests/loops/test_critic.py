@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from loopgraphs.graphs.critic import CritiqueReport, create_critic_graph
-from loopgraphs.nodes import grounding
+from loopgraphs.nodes import grounding, model_send
 from loopgraphs.nodes.parsing.critic import parse_critique
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.prompts import CRITIQUE_TEXT_SYSTEM
@@ -438,8 +438,10 @@ def test_required_tool_choice_accepts_a_draft_when_asked_twice_in_vain():
 
 @pytest.fixture
 def small_model(monkeypatch):
-    """Treat every model as the embedded small model (a tool call required by default)."""
+    """Treat every model as the embedded small model: a tool call required by default, and
+    its guided schemas sent as written (its server makes them a grammar)."""
     monkeypatch.setattr(grounding, "default_tool_choice", lambda model: "required")
+    monkeypatch.setattr(model_send, "needs_guided_steps", lambda model: True)
 
 
 def schema_pattern(field) -> re.Pattern[str]:

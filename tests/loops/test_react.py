@@ -21,7 +21,7 @@ from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.state import new_fence
 from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for, step_alternatives
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
@@ -469,7 +469,7 @@ def test_required_tool_choice_makes_the_model_call_a_tool_first(mode):
         assert model.tool_choices == ["required", None]
     elif mode == "json":
         actions = [
-            [alt["properties"]["action"]["const"] for alt in schema["schema"]["anyOf"]]
+            [alt["properties"]["action"]["const"] for alt in step_alternatives(schema)]
             for schema in model.schemas
         ]
         assert actions == [["multiply"], ["multiply"], ["multiply", "final_answer"]]
@@ -563,7 +563,7 @@ def test_forced_final_answer_offers_no_tool_and_takes_no_tool_result_for_an_answ
     out = graph.invoke({"messages": [("user", "6*7?")]})
     assert (out["status"], out["answer"]) == ("max_iterations", "")
     assert out["error"] == "no usable answer: the model gave none before the run ended"
-    last = model.schemas[-1]["schema"]["anyOf"]
+    last = step_alternatives(model.schemas[-1])
     assert [alt["properties"]["action"]["const"] for alt in last] == ["final_answer"]
 
 

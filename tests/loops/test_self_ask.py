@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from loopgraphs import prompts
 from loopgraphs.graphs import self_ask_guided
 from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.nodes import grounding
+from loopgraphs.nodes import grounding, model_send
 from loopgraphs.nodes.parsing.self_ask import (
     asked_part,
     builds_on,
@@ -538,8 +538,10 @@ def test_required_tool_choice_gives_up_asking_at_the_budget():
 
 @pytest.fixture
 def small_model(monkeypatch):
-    """Treat every model as the embedded small model (a tool call required by default)."""
+    """Treat every model as the embedded small model: a tool call required by default, and
+    its guided schemas sent as written (its server makes them a grammar)."""
     monkeypatch.setattr(grounding, "default_tool_choice", lambda model: "required")
+    monkeypatch.setattr(model_send, "needs_guided_steps", lambda model: True)
 
 
 def guided_ask(mode: str, question: str, tool: str = "search") -> str:

@@ -35,6 +35,15 @@ def final(mode: str, answer: str) -> Any:
     return f"Thought: I can answer now.\nFINAL_ANSWER: {answer}"
 
 
+def step_alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternatives of a json-mode step schema as a model got it: in the envelope
+    written for the embedded model (``{"name", "schema": {"anyOf": [...]}}``), or as the
+    plain schema other models get, its ``anyOf`` root wrapped in ``value``."""
+    if "schema" in schema:
+        return list(schema["schema"]["anyOf"])
+    return list(schema["properties"]["value"]["anyOf"])
+
+
 def model_for(mode: str, replies: list[Any], **kwargs: Any) -> ScriptedChatModel:
     """A scripted model whose profile matches ``mode`` (``profile=`` replaces it)."""
     profile = {
