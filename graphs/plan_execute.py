@@ -398,14 +398,14 @@ def build_plan_execute(
         ]
         ask, form = step.ask(state), RequestForm(prompts.SYNTHESIZE_SYSTEM)
         reply, update = yield from call_model(ask.call(request, form))
-        reply, _, update = yield from short_again(ask, request, form, reply, update)
+        reply, shown, update = yield from short_again(ask, request, form, reply, update)
         cut = cut_short(reply)
         answer = ("" if cut else final_answer_of(content_text(reply.content))) or latest
         return {
             **update,
             "answer": answer,
             "status": "completed" if plan_done(state) and not cut else "max_iterations",
-            "messages": [answer_message(reply, answer)],
+            "messages": [*shown[:-1], answer_message(reply, answer)],
         }
 
     def route_planned(state: PlanExecuteState, runtime: LoopRuntime) -> str:
