@@ -64,6 +64,7 @@ from loopgraphs.nodes.generate import (
     spent_together,
 )
 from loopgraphs.nodes.grounding import tool_for
+from loopgraphs.nodes.history import bounded_thread, earlier_turns
 from loopgraphs.nodes.model_call import ModelCall
 from loopgraphs.nodes.model_send import RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
@@ -357,7 +358,8 @@ class GuidedTurns:
     def turn_messages(
         self, run: LoopSettings, state: SelfAskState, follow_ups: Sequence[FollowUp]
     ) -> list[AnyMessage]:
-        """The worked example, then the run's scratchpad."""
+        """The worked example, the conversation's earlier turns, then the run's
+        scratchpad."""
         mode = state.get("tool_mode") or "text"
         question = request_of(state)
         tool = tool_for(run.tools, question, guided_choice(run))
@@ -365,6 +367,7 @@ class GuidedTurns:
         steps = guided_steps(follow_ups, bool(state.get("unread")), fence)
         return [
             *worked_example(mode, run.tools, tool),
+            *earlier_turns(state, run),
             HumanMessage(scratchpad(question, steps)),
         ]
 
@@ -659,7 +662,7 @@ def build_self_ask(
             update = yield from guided_turns.generate(view, step.runtime)
             read = guided_turns.parse
         else:
-            history = reasked(state["messages"], scratch_of(state).get("reask"))
+            history = reasked(bounded_thread(state, run), scratch_of(state).get("reask"))
             update = yield from plain_turns.call(run, view, history, step.runtime)
             made = scratch_of(state).get("iterations", 0) + 1
             update["scratch"] = {"iterations": made, "reask": ""}
@@ -696,7 +699,7 @@ def build_self_ask(
         if guided(run, state.get("tool_mode") or "none"):
             return {**done, **(yield from guided_turns.final(view, step.runtime))}
         # A re-ask still due gives way to this one: no more follow-ups, the answer now.
-        history = reasked(state["messages"], prompts.SELF_ASK_FORCE_FINAL)
+        history = reasked(bounded_thread(state, run), prompts.SELF_ASK_FORCE_FINAL)
         update = yield from plain_turns.call(run, view, history, step.runtime)
         reply = update["messages"][0]
         assert isinstance(reply, AIMessage)  # the model's reply
@@ -812,7 +815,10 @@ def create_self_ask_graph(
         **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``).
             ``tool_mode``: ``auto`` (native when the model's profile allows, falling back
             to text when tools are refused), ``native``, ``json`` (the text grammar with
-            JSON tool inputs) or ``text``.
+            JSON tool inputs) or ``text``. Each turn and the final-answer request read the
+            thread as it is; a guided turn reads the user's earlier turns and the answers
+            they got after its worked example (the read of a tool result reads none);
+            ``max_history_tokens`` bounds them.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,
