@@ -48,3 +48,11 @@ class LoopContext(TypedDict, total=False):
         int | None,
         Field(description="Budget of model calls in the loop's main cycle."),
     ]
+    max_history_tokens: Annotated[
+        int | None,
+        Field(
+            description="Most tokens of the conversation before the current request that "
+            "each model call reads (the oldest turns are left out first); 0 reads none. "
+            "Empty: the graph's own bound."
+        ),
+    ]

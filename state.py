@@ -192,11 +192,15 @@ class Bookkeeping(TypedDict, total=False):
         reviews: Human review decisions for the pending tool calls, by call id.
         selected_tools: The tools picked by tool selection (empty: all of them).
         reformat: A json-mode reply was unreadable and the model was asked to reformat.
+        reask: The loop's instruction that the run's next model request ends with, after
+            a reply the loop could not use (a cut reply, no answer, no tool call where one
+            is required, an unreadable action, ...); "" when none is due. It goes into
+            that request only, never into ``messages``.
         tool_ended: A tool ended the run (``return_direct``, or ``Command(goto=END)``).
-        shortened: A reply was cut at the token cap and the model was asked for a short
-            answer (once per run).
-        seen: Id of the last human message the run has taken in (its input, or one the
-            loop or a tool added), see ``starts_run``.
+        shortened: A reply was cut at the token cap, or held no answer, and the model was
+            asked once more (once per run).
+        seen: Id of the last human message the run has taken in (its input, or one a tool
+            added), see ``starts_run``.
         hook_ended: A middleware hook ended the run: a ``before_model`` hook's jump to
             the end (a model-call limit's), or an ``after_model`` hook's closing message
             of its own (a tool-call limit's), which is not the model's answer. A loop
@@ -210,6 +214,7 @@ class Bookkeeping(TypedDict, total=False):
     reviews: dict[str, ReviewDecision]
     selected_tools: list[str]
     reformat: bool
+    reask: str
     tool_ended: bool
     shortened: bool
     hook_ended: bool

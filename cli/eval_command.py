@@ -111,6 +111,7 @@ def print_and_write_report(report: EvalReport, out: Path, console: Console) -> i
         one-line note).
     """
     console.print(report.table())
+    console.print(report.integrity_line(), markup=False, highlight=False)
     paths = write_report(report, out)
     console.print("wrote " + ", ".join(str(path) for path in paths.values()))
     if "chart" not in paths:

@@ -56,6 +56,8 @@ COLUMNS: tuple[str, ...] = (
     "model_seconds",
     "thread_id",
     "error",
+    "rejected_replies",
+    "rejected_expected",
     "metadata",
 )
 """The columns of ``EvalReport.to_dataframe``, one row per run."""
@@ -89,6 +91,11 @@ class RunResult:
             1.0 for a correct answer and 0.0 for another.
         thread_id: The run's thread id (in its config, so its traces carry it).
         metadata: The other keys of the task's row (own data).
+        rejected_replies: The replies the answer-integrity check turned down as no answer
+            (the loop then asked once more), as the model wrote them; None when not
+            observed (runs on a LangGraph server).
+        rejected_expected: How many of those the scorer takes for a correct answer:
+            possible false positives of the check.
         messages: The run's messages, its transcript (not written to JSON); from a
             LangGraph server, the dicts of its JSON.
     """
@@ -111,6 +118,8 @@ class RunResult:
     score: float = math.nan
     thread_id: str = ""
     metadata: dict[str, object] = field(default_factory=dict)
+    rejected_replies: list[str] | None = None
+    rejected_expected: int = 0
     messages: list[AnyMessage | dict[str, object]] = field(
         default_factory=list, repr=False, compare=False
     )
@@ -127,7 +136,11 @@ class RunResult:
 @dataclass
 class Summary:
     """Aggregates of one loop on one suite (``suite == "all"`` for every suite together);
-    ``accuracy`` is the mean score (the share of correct answers for a pass/fail scorer)."""
+    ``accuracy`` is the mean score (the share of correct answers for a pass/fail scorer).
+    ``rejected`` counts the replies the answer-integrity check turned down as no answer,
+    ``rejected_runs`` the runs that had one, ``rejected_expected`` those replies the
+    scorer takes for a correct answer (possible false positives); all three are None
+    when no run was observed (runs on a LangGraph server)."""
 
     loop: str
     suite: str
@@ -139,6 +152,9 @@ class Summary:
     mean_latency: float
     mean_model_seconds: float
     statuses: dict[str, int]
+    rejected: int | None = None
+    rejected_runs: int | None = None
+    rejected_expected: int | None = None
 
 
 def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
@@ -162,6 +178,8 @@ def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
     statuses = {status: counts.get(status, 0) for status in STATUSES}
     statuses.update({k: v for k, v in counts.items() if k not in statuses})
     correct = sum(run.correct for run in runs)
+    observed = [run for run in runs if run.rejected_replies is not None]
+    rejected = [run for run in observed if run.rejected_replies]
     return Summary(
         loop=loop,
         suite=suite,
@@ -173,6 +191,9 @@ def summarise(loop: str, suite: str, runs: Sequence[RunResult]) -> Summary:
         mean_latency=mean(run.latency for run in runs),
         mean_model_seconds=mean(run.model_seconds for run in runs),
         statuses=statuses,
+        rejected=sum(len(run.rejected_replies or ()) for run in observed) if observed else None,
+        rejected_runs=len(rejected) if observed else None,
+        rejected_expected=sum(run.rejected_expected for run in observed) if observed else None,
     )
 
 
@@ -321,7 +342,54 @@ class EvalReport:
             "|" + "|".join(":--" if h in ("loop", "suite") else "--:" for h in self.HEADERS) + "|",
         ]
         lines.extend("| " + " | ".join(row) + " |" for row in self._rows())
+        lines += [
+            "",
+            "The answer-integrity check: replies it turned down as no answer (the loop then "
+            "asked once more), the runs that had one, and how many of those replies held the "
+            "expected answer by this evaluation's scorer (possible false positives); `-` when "
+            "not observed (runs on a LangGraph server).",
+            "",
+            "| " + " | ".join(self.INTEGRITY_HEADERS) + " |",
+            "|:--|:--|--:|--:|--:|--:|",
+        ]
+        lines.extend("| " + " | ".join(row) + " |" for row in self._integrity_rows())
         return "\n".join(lines) + "\n"
+
+    INTEGRITY_HEADERS = ("loop", "suite", "n", "rejected", "runs affected", "held expected")
+
+    def _integrity_rows(self) -> list[list[str]]:
+        """One row per loop and suite: the answer-integrity check's figures."""
+
+        def shown(value: int | None) -> str:
+            return "-" if value is None else str(value)
+
+        return [
+            [
+                row.loop,
+                row.suite,
+                str(row.n),
+                shown(row.rejected),
+                shown(row.rejected_runs),
+                shown(row.rejected_expected),
+            ]
+            for row in self.summary()
+        ]
+
+    def integrity_line(self) -> str:
+        """One line on the answer-integrity check over every run: the replies it turned
+        down as no answer, the runs that had one, and those replies that held the
+        expected answer (possible false positives)."""
+        overall = [summarise(loop, "all", self.runs(loop)) for loop in self.loops]
+        observed = [row for row in overall if row.rejected is not None]
+        if not observed:
+            return "answer-integrity check: not observed (runs on a LangGraph server)"
+        rejected = sum(row.rejected or 0 for row in observed)
+        runs = sum(row.rejected_runs or 0 for row in observed)
+        held = sum(row.rejected_expected or 0 for row in observed)
+        return (
+            f"answer-integrity check: {rejected} replies turned down as no answer in {runs} "
+            f"runs; {held} held the expected answer (possible false positives)"
+        )
 
     def figure(self) -> Figure:
         """A bar chart: accuracy per loop and suite, and mean model calls per loop.

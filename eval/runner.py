@@ -26,7 +26,7 @@ from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -42,6 +42,7 @@ from rich.progress import (
 )
 from typing_extensions import TypedDict
 
+from loopgraphs import prompts
 from loopgraphs.eval.data import OWN_DATA, choose_names, load_tasks
 from loopgraphs.eval.report import EvalReport, RunResult
 from loopgraphs.eval.scoring import (
@@ -55,6 +56,8 @@ from loopgraphs.eval.suites import DEFAULT_SEED, Task
 from loopgraphs.graphs.registry import LOOPS, build_loop
 from loopgraphs.models import describe_model, embedded_server
 from loopgraphs.nodes.errors import describe_error
+from loopgraphs.nodes.parsing.react import parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.state import Usage
 from loopgraphs.toolkits import get_tools
 
@@ -83,6 +86,9 @@ class RunValues(TypedDict, total=False):
         messages: The run's messages (from a server, the dicts of its JSON).
         model_seconds: Seconds a model call was in flight, when measured.
         thread_id: The run's thread id, when it had one.
+        rejected_replies: The replies the answer-integrity check turned down as no answer
+            (see ``RejectedReplies``), as the model wrote them; missing when not observed
+            (runs on a LangGraph server).
     """
 
     answer: str
@@ -93,6 +99,7 @@ class RunValues(TypedDict, total=False):
     messages: list[AnyMessage | dict[str, object]]
     model_seconds: float
     thread_id: str
+    rejected_replies: list[str]
 
 
 Invoke = Callable[[str, Task], Awaitable[RunValues]]
@@ -141,6 +148,66 @@ class ModelClock(BaseCallbackHandler):
                 total += end - max(start, reached)
                 reached = end
         return total
+
+
+class RejectedReplies(BaseCallbackHandler):
+    """The replies of one run that the answer-integrity check turned down as no answer.
+
+    A loop that turns a reply down that way (its answer copies a tool result, reads a
+    prompt back, repeats the question or says nothing; see
+    ``loopgraphs.nodes.answer_check``) asks once more: the next request ends with the
+    re-ask ``prompts.NO_ANSWER``, right after the reply. The handler reads every request
+    for it; a request sent again (a retry) counts once. A reply turned down when no turn
+    is left for the re-ask ends the run without an answer instead, which ``error`` says
+    (``no usable answer: ...``); it is not counted here.
+    """
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[int, str], None] = {}
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, object],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **_: object,
+    ) -> None:
+        for prompt in messages:
+            if len(prompt) < 2 or not isinstance(prompt[-2], AIMessage):
+                continue
+            last = prompt[-1]
+            if isinstance(last, HumanMessage) and content_text(last.content) == prompts.NO_ANSWER:
+                self._found.setdefault((len(prompt), content_text(prompt[-2].content)), None)
+
+    @property
+    def texts(self) -> list[str]:
+        """The turned-down replies as the model wrote them, in the order they were met."""
+        return [text for _, text in self._found]
+
+
+def rejected_answer(reply: str) -> str:
+    """The answer a turned-down reply gave, read as the loops read a final reply: a JSON
+    action's or the text grammar's final answer, else what follows a ``FINAL ANSWER``
+    marker, else the whole text."""
+    for parse in (parse_json_text, parse_react_text):
+        step = parse(reply)
+        if step.kind == "final":
+            return step.answer
+    return final_answer_of(reply)
+
+
+def held_expected(replies: Sequence[str], task: Task, run: RunResult, scorer: TaskScorer) -> int:
+    """How many turned-down replies ``scorer`` takes for a correct answer to ``task``:
+    possible false positives of the answer-integrity check (a reply the scorer fails on
+    counts as not holding it)."""
+    held = 0
+    for reply in replies:
+        try:
+            held += scorer(rejected_answer(reply), task, run) >= 1.0
+        except Exception:  # the scorer's failure on one reply costs only that reply
+            continue
+    return held
 
 
 def eval_tools() -> list[BaseTool]:
@@ -292,10 +359,11 @@ def result_of(
         loop: The loop that ran.
         task: The task it ran on.
         out: The run's output values (``answer``, ``status``, ``llm_calls``, ``usage``,
-            ``error``, ``messages``, and ``model_seconds`` and ``thread_id`` when known);
-            missing values count as empty.
+            ``error``, ``messages``, and ``model_seconds``, ``thread_id`` and
+            ``rejected_replies`` when known); missing values count as empty.
         latency: Seconds the run took.
-        scorer: Scores the answer; it sees the row being made (without its score).
+        scorer: Scores the answer, and each reply the answer-integrity check turned down
+            (``held_expected``); it sees the row being made (without its score).
 
     Returns:
         The row; a run without a status is an error. When the scorer raises, the row
@@ -303,6 +371,7 @@ def result_of(
     """
     answer = str(out.get("answer") or "")
     usage: Usage | dict[str, int] = out.get("usage") or {}
+    rejected = out.get("rejected_replies")
     run = RunResult(
         loop=loop,
         suite=task.suite,
@@ -321,8 +390,10 @@ def result_of(
         error=str(out.get("error") or ""),
         thread_id=str(out.get("thread_id") or ""),
         metadata=dict(task.metadata),
+        rejected_replies=None if rejected is None else list(rejected),
         messages=list(out.get("messages") or []),
     )
+    run.rejected_expected = held_expected(run.rejected_replies or [], task, run, scorer)
     try:
         run.score = scorer(answer, task, run)
     except Exception as exc:  # the run is kept: a scorer's failure costs only its score
@@ -467,11 +538,19 @@ async def aevaluate(
     graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
 
     async def invoke(loop: str, task: Task) -> RunValues:
-        clock = ModelClock()
+        clock, rejected = ModelClock(), RejectedReplies()
         thread_id = str(uuid4())
-        config: RunnableConfig = {"callbacks": [clock], "configurable": {"thread_id": thread_id}}
+        config: RunnableConfig = {
+            "callbacks": [clock, rejected],
+            "configurable": {"thread_id": thread_id},
+        }
         out = await graphs[loop].ainvoke({"messages": [("user", task.question)]}, config)
-        return {**cast(RunValues, out), "model_seconds": clock.seconds, "thread_id": thread_id}
+        return {
+            **cast(RunValues, out),
+            "model_seconds": clock.seconds,
+            "thread_id": thread_id,
+            "rejected_replies": rejected.texts,
+        }
 
     started = datetime.now(timezone.utc)
     results = await run_plan(plan, invoke, console=console, show_progress=show_progress)

@@ -21,6 +21,7 @@ from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, ModelBatch, add_step
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
+from loopgraphs.nodes.history import conversation
 from loopgraphs.nodes.model_call import as_outcome, spent_on
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import answer_key
@@ -104,12 +105,11 @@ def build_cot(
 
     def generate(state: CoTState, step: Step) -> LogicOf[CoTState]:
         ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
-        call = ask.call(state["messages"], form)
+        history = conversation(state, step.run)
+        call = ask.call(history, form)
         if not voting:
             reply, update = yield from call_model(call)
-            reply, added, update = yield from short_again(
-                ask, state["messages"], form, reply, update
-            )
+            reply, added, update = yield from short_again(ask, history, form, reply, update)
             sample = "" if cut_short(reply) else content_text(reply.content)
             return {**update, "samples": [sample], "messages": added}
         results = yield ModelBatch([call] * self_consistency)
@@ -190,7 +190,9 @@ def create_cot_graph(
         self_consistency: Number of samples voted on; 1 is plain Chain-of-Thought.
         **options: The shared options of ``LoopOptions`` (``checkpointer``, ``store``,
             ``name``, ``state_schema``, ``context_schema``, ``response_format``,
-            ``system_prompt``, ``retry_policy``).
+            ``system_prompt``, ``retry_policy``, ``max_history_tokens``). Every sample
+            reads the user's earlier turns and the answers they got, then the request;
+            ``max_history_tokens`` bounds the earlier turns (None: all of them).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

@@ -34,6 +34,7 @@ from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection
 from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
+from loopgraphs.nodes.history import conversation
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import (
@@ -60,7 +61,6 @@ from loopgraphs.state import (
     LoopRuntime,
     LoopState,
     OutputState,
-    conversation_of,
     request_of,
     scratch_of,
 )
@@ -284,7 +284,7 @@ def build_critic(
     def generate(state: CriticState, step: Step) -> LogicOf[CriticState]:
         run = step.run
         ask = step.ask(state)
-        history, form = conversation_of(state), RequestForm(prompts.CHAT_SYSTEM)
+        history, form = conversation(state, run), RequestForm(prompts.CHAT_SYSTEM)
         first, update = yield from call_model(ask.call(history, form))
         reply, shown, update = yield from short_again(ask, history, form, first, update)
         if cut_short(reply):  # asked again and still cut: no draft to check
@@ -333,7 +333,7 @@ def build_critic(
             try:
                 result = yield from structured_call(
                     ask,
-                    [*conversation_of(state), request],
+                    [*conversation(state, run), request],
                     schema,
                     instructions=_json_critique_text,
                     tools=run.tools.tools,
@@ -358,7 +358,7 @@ def build_critic(
                     written = checks(state, run, _critique_of(data, text), text)
                     return {**result.state_update(), **round_update, **written}
         form = RequestForm(_text_critique_text, tools="prompt")
-        asked = [*conversation_of(state), request]
+        asked = [*conversation(state, run), request]
         reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
         if require and not parse_critique(content_text(reply.content)).claims:
             again = HumanMessage(prompts.CRITIQUE_REQUIRED_AGAIN.format(tool=which))
@@ -419,7 +419,7 @@ def build_critic(
             form = RequestForm(system, tools="schema", schema=lambda tools, require: schema)
             offered = run.tools.tools
         ask = step.ask(state)
-        history = [*conversation_of(state), request]
+        history = [*conversation(state, run), request]
         first, spent = yield from call_model(ask.call(history, form, tools=offered))
         reply, shown, spent = yield from short_again(ask, history, form, first, spent)
         update: CriticState = {**spent, **claims}
@@ -511,7 +511,9 @@ def create_critic_graph(
         max_critique_rounds: Critique-verify-revise rounds allowed.
         **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
             ``tool_mode`` chooses how the critique is asked for (structured output in
-            native and json modes, text blocks in text mode).
+            native and json modes, text blocks in text mode). The draft, each critique
+            and each revision read the user's earlier turns and the answers they got,
+            then the request; ``max_history_tokens`` bounds the earlier turns.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

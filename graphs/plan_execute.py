@@ -39,6 +39,7 @@ from loopgraphs.graphs.react_subgraph import (
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step, node_callable
 from loopgraphs.nodes.generate import answer_message, call_model, short_again
+from loopgraphs.nodes.history import conversation, earlier_turns
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, sized_plan, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
@@ -287,7 +288,7 @@ def build_plan_execute(
 
         result = yield from structured_call(
             step.ask(state),
-            list(state["messages"]),
+            conversation(state, run),
             bounded(Plan, high),
             instructions=instructions,
             tools=run.tools.tools,
@@ -321,7 +322,8 @@ def build_plan_execute(
                 number=index + 1,
                 step=steps[index],
             )
-        out, spent = yield from react.run(step, state, [HumanMessage(prompt)], iterations)
+        asked = [*earlier_turns(state, step.run), HumanMessage(prompt)]
+        out, spent = yield from react.run(step, state, asked, iterations)
         status: Status = out.get("status") or "error"
         result = str(out.get("answer") or "")
         record = StepResult(step=steps[index], result=result, status=status)
@@ -359,6 +361,7 @@ def build_plan_execute(
         index = state.get("current_step", 0)
         room = max_steps - index
         prompt = [
+            *earlier_turns(state, run),
             HumanMessage(
                 prompts.REPLAN_USER.format(
                     request=request_of(state),
@@ -390,22 +393,23 @@ def build_plan_execute(
         room = results_room(run.chat_model)
         trace = results_text(results, room)
         request = [
+            *earlier_turns(state, run),
             HumanMessage(
                 prompts.SYNTHESIZE_USER.format(
                     question=request_of(state), trace=trace, draft=latest[:RESULT_CHARS]
                 )
-            )
+            ),
         ]
         ask, form = step.ask(state), RequestForm(prompts.SYNTHESIZE_SYSTEM)
         reply, update = yield from call_model(ask.call(request, form))
-        reply, _, update = yield from short_again(ask, request, form, reply, update)
+        reply, shown, update = yield from short_again(ask, request, form, reply, update)
         cut = cut_short(reply)
         answer = ("" if cut else final_answer_of(content_text(reply.content))) or latest
         return {
             **update,
             "answer": answer,
             "status": "completed" if plan_done(state) and not cut else "max_iterations",
-            "messages": [answer_message(reply, answer)],
+            "messages": [*shown[:-1], answer_message(reply, answer)],
         }
 
     def route_planned(state: PlanExecuteState, runtime: LoopRuntime) -> str:
@@ -519,7 +523,9 @@ def create_plan_execute_graph(
             "edit", "steps": [...]}`` or ``{"type": "reject", "message": "..."}`` (the run
             then ends with ``status="error"``). Needs a checkpointer.
         **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
-            the tool options apply to every step's ReAct loop.
+            the tool options apply to every step's ReAct loop. The planner, every
+            step's ReAct run, the revisions and the synthesis read the user's earlier
+            turns and the answers they got; ``max_history_tokens`` bounds them.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

@@ -26,7 +26,8 @@ from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step
-from loopgraphs.nodes.generate import answer_message, call_model, loop_prompt
+from loopgraphs.nodes.generate import answer_message, call_model, reasked
+from loopgraphs.nodes.history import bounded_thread, earlier_turns
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import interpret, model_turn, read_reply, without_tool_calls
 from loopgraphs.nodes.parsing.text import (
@@ -50,6 +51,7 @@ from loopgraphs.state import (
     LoopRuntime,
     ReActState,
     TotalsOutput,
+    request_of,
     scratch_of,
 )
 
@@ -78,13 +80,11 @@ def build_react(
             "ToolSelection",
             tools=(list[allowed], Field(description="names of the tools to use")),
         )
-        request = content_text(state["messages"][-1].content)
         prompt = prompts.SELECT_TOOLS.format(
-            limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request
+            limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request_of(state)
         )
-        result = yield from structured_call(
-            step.ask(state), [HumanMessage(prompt)], choice, max_calls=2
-        )
+        asked = [*earlier_turns(state, run), HumanMessage(prompt)]
+        result = yield from structured_call(step.ask(state), asked, choice, max_calls=2)
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 
@@ -96,9 +96,8 @@ def build_react(
         if needs_selection(state, run) or turns_spent(state, run):
             return {}  # route_generated moves on to select_tools or final_answer
         require = required_tool(run, state, model_default=True)
-        update = yield from model_turn(
-            run, state, state["messages"], require=require, runtime=step.runtime
-        )
+        history = reasked(bounded_thread(state, run), scratch.get("reask"))
+        update = yield from model_turn(run, state, history, require=require, runtime=step.runtime)
         mode = update["tool_mode"]
         if mode == state.get("tool_mode"):
             del update["tool_mode"]
@@ -106,7 +105,7 @@ def build_react(
         reply = cast(AIMessage, update["messages"][0])  # the turn's reply, as model_turn sent it
         reading = read_reply(mode, reply, registry, require=require)
         iterations = scratch.get("iterations", 0) + 1
-        update["scratch"] = {"iterations": iterations, "reformat": False}
+        update["scratch"] = {"iterations": iterations, "reformat": False, "reask": ""}
         update["messages"] = [reading.message]
         if reading.outcome == "final" and cut_short(reading.message):
             return {**update, **unread_reply(state, run, reading.message, iterations)}
@@ -127,13 +126,11 @@ def build_react(
         if reading.outcome == "tools":
             return update
         if require:
-            ask = loop_prompt(prompts.REQUIRE_TOOL)
-            update["scratch"]["seen"] = ask.id or ""
-            return {**update, "messages": [reading.message, ask]}
+            update["scratch"]["reask"] = prompts.REQUIRE_TOOL
+            return update
         if mode == "json" and not scratch.get("reformat"):
-            ask = loop_prompt(prompts.REFORMAT_ACTION)
-            update["scratch"].update({"reformat": True, "seen": ask.id or ""})
-            return {**update, "messages": [reading.message, ask]}
+            update["scratch"].update({"reformat": True, "reask": prompts.REFORMAT_ACTION})
+            return update
         if mode == "json" and run.tool_mode == "auto":
             return {**update, "tool_mode": "text"}
         if cut_short(reading.message):
@@ -149,22 +146,18 @@ def build_react(
         again: str = prompts.SHORT_ANSWER,
     ) -> ReActState:
         """A reply cut at the token cap, or a final answer that says nothing (see
-        ``says_nothing``), is not an answer: ask once more (``again``) while turns are
-        left; else end, not completed, without an answer (see ``answer_check``)."""
+        ``says_nothing``), is not an answer: ask once more (``again``, in the next request)
+        while turns are left; else end, not completed, without an answer (see
+        ``answer_check``)."""
         if not scratch_of(state).get("shortened") and iterations < run.max_iterations:
-            ask = loop_prompt(again)
-            return {
-                "messages": [reply, ask],
-                "scratch": {"shortened": True, "seen": ask.id or ""},
-            }
+            return {"messages": [reply], "scratch": {"shortened": True, "reask": again}}
         return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
 
     def final_answer(state: ReActState, step: Step) -> LogicOf[ReActState]:
         run = step.run
-        ask = HumanMessage(prompts.FORCE_FINAL_ANSWER)
-        update = yield from model_turn(
-            run, state, [*state["messages"], ask], require="none", runtime=step.runtime
-        )
+        # A re-ask still due gives way to this one: no more tool calls, the answer now.
+        history = reasked(bounded_thread(state, run), prompts.FORCE_FINAL_ANSWER)
+        update = yield from model_turn(run, state, history, require="none", runtime=step.runtime)
         reply = without_tool_calls(cast(AIMessage, update["messages"][0]))
         read = interpret(update.get("tool_mode", "none"), reply)
         cut = cut_short(reply)
@@ -178,19 +171,19 @@ def build_react(
         if not answer:
             answer = best_effort_answer([m for m in state["messages"] if not cut_short(m)])
         reply = answer_message(reply, answer)
-        return {**update, "messages": [ask, reply], "answer": answer, "status": "max_iterations"}
+        return {**update, "messages": [reply], "answer": answer, "status": "max_iterations"}
 
     def synthesize(state: ReActState, step: Step) -> LogicOf[ReActState]:
         start = scratch_of(state).get("transcript_start", 0)
         trace = synthesis_trace(state["messages"][start:])
-        question = content_text(state["messages"][start - 1].content) if start else ""
         request = HumanMessage(
             prompts.SYNTHESIZE_USER.format(
-                question=question, trace=trace, draft=state.get("answer", "")
+                question=request_of(state), trace=trace, draft=state.get("answer", "")
             )
         )
+        asked = [*earlier_turns(state, step.run), request]
         call = step.ask(state).call(
-            [request], RequestForm(prompts.SYNTHESIZE_SYSTEM), with_system=False
+            asked, RequestForm(prompts.SYNTHESIZE_SYSTEM), with_system=False
         )
         reply, update = yield from call_model(call)
         text = "" if cut_short(reply) else content_text(reply.content).strip()
@@ -311,7 +304,12 @@ def create_react_graph(
             ``checkpointer``, ``store``, ``name``, ``state_schema``, ``context_schema``,
             ``response_format``, ``system_prompt``, ``interrupt_before_tools``,
             ``max_tool_calls``, ``loop_break``, ``tool_choice``, ``tool_timeout``,
-            ``max_tool_output_chars``, ``retry_policy``).
+            ``max_tool_output_chars``, ``retry_policy``, ``max_history_tokens``). Each turn
+            and the final-answer request read the thread as it is (earlier tool calls and
+            results too); tool selection and synthesis read the user's earlier turns and
+            the answers they got. ``max_history_tokens`` bounds what comes before the
+            request (None: all of it; the request and the run's own messages are always
+            read).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

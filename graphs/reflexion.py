@@ -33,6 +33,7 @@ from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.history import earlier_turns
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
@@ -106,7 +107,12 @@ def evaluation_record(evaluation: Evaluation | None) -> Verdict:
 
 
 def evaluate_answer(
-    model: ModelCaller | BaseChatModel, question: str, answer: str, *, max_calls: int = 2
+    model: ModelCaller | BaseChatModel,
+    question: str,
+    answer: str,
+    *,
+    max_calls: int = 2,
+    history: Sequence[BaseMessage] = (),
 ) -> Generator[ModelCall, Any, tuple[Evaluation | None, StructuredResult]]:
     """Judge ``answer`` to ``question``.
 
@@ -115,6 +121,7 @@ def evaluate_answer(
         question: The user's question.
         answer: The answer to judge (cut to 8,000 characters).
         max_calls: Most model replies spent (a reformat retry needs 2).
+        history: The conversation's earlier turns, read before the question.
 
     Yields:
         Model calls.
@@ -125,6 +132,7 @@ def evaluate_answer(
     """
     check_positive("max_calls", max_calls)
     prompt: list[BaseMessage] = [
+        *history,
         HumanMessage(
             prompts.EVALUATE_USER.format(question=question, answer=answer[:MAX_ATTEMPT_CHARS])
         ),
@@ -141,7 +149,12 @@ def evaluate_answer(
 
 
 def reflect_on(
-    model: ModelCaller | BaseChatModel, question: str, answer: str, feedback: str
+    model: ModelCaller | BaseChatModel,
+    question: str,
+    answer: str,
+    feedback: str,
+    *,
+    history: Sequence[BaseMessage] = (),
 ) -> Generator[ModelCall, Any, tuple[str, ModelSpend]]:
     """Write a reflection on a rejected answer with one model call.
 
@@ -150,6 +163,7 @@ def reflect_on(
         question: The user's question.
         answer: The rejected answer (cut to 8,000 characters).
         feedback: The evaluator's feedback.
+        history: The conversation's earlier turns, read before the question.
 
     Yields:
         One model call.
@@ -164,7 +178,9 @@ def reflect_on(
             feedback=feedback.strip() or "none given",
         )
     )
-    call = caller_for(model).call([request], RequestForm(prompts.REFLECT_SYSTEM), with_system=False)
+    call = caller_for(model).call(
+        [*history, request], RequestForm(prompts.REFLECT_SYSTEM), with_system=False
+    )
     reply, update = yield from call_model(call)
     text = normalise_reflection(content_text(reply.content))
     if not text:
@@ -299,7 +315,11 @@ def build_reflexion(
         update: ReflexionState = {}
         if answer.strip():
             verdict, result = yield from evaluate_answer(
-                step.ask(state), request_of(state), answer, max_calls=EVALUATOR_CALLS
+                step.ask(state),
+                request_of(state),
+                answer,
+                max_calls=EVALUATOR_CALLS,
+                history=earlier_turns(state, step.run),
             )
             record, update = evaluation_record(verdict), {**result.state_update()}
         else:  # nothing to judge: not satisfactory, and no call spent on it
@@ -315,7 +335,11 @@ def build_reflexion(
         evaluations = state.get("evaluations") or []
         feedback = evaluations[-1]["feedback"] if evaluations else ""
         text, update = yield from reflect_on(
-            step.ask(state), request_of(state), state.get("answer", ""), feedback
+            step.ask(state),
+            request_of(state),
+            state.get("answer", ""),
+            feedback,
+            history=earlier_turns(state, step.run),
         )
         return {**update, "reflections": [*(state.get("reflections") or []), text]}
 
@@ -370,7 +394,9 @@ def create_reflexion_graph(
         max_reflections: Most episodes (attempts) in a run.
         max_iterations: Model calls allowed in each episode's ReAct loop.
         **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``);
-            the tool options apply to every episode's ReAct loop.
+            the tool options apply to every episode's ReAct loop. Each episode reads the
+            thread as ReAct does; the evaluator and the reflection read the user's
+            earlier turns and the answers they got; ``max_history_tokens`` bounds them.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

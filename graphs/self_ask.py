@@ -58,12 +58,13 @@ from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import (
     answer_message,
     call_model,
-    loop_prompt,
     node_caller,
+    reasked,
     short_again,
     spent_together,
 )
 from loopgraphs.nodes.grounding import tool_for
+from loopgraphs.nodes.history import bounded_thread, earlier_turns
 from loopgraphs.nodes.model_call import ModelCall
 from loopgraphs.nodes.model_send import RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
@@ -357,7 +358,8 @@ class GuidedTurns:
     def turn_messages(
         self, run: LoopSettings, state: SelfAskState, follow_ups: Sequence[FollowUp]
     ) -> list[AnyMessage]:
-        """The worked example, then the run's scratchpad."""
+        """The worked example, the conversation's earlier turns, then the run's
+        scratchpad."""
         mode = state.get("tool_mode") or "text"
         question = request_of(state)
         tool = tool_for(run.tools, question, guided_choice(run))
@@ -365,6 +367,7 @@ class GuidedTurns:
         steps = guided_steps(follow_ups, bool(state.get("unread")), fence)
         return [
             *worked_example(mode, run.tools, tool),
+            *earlier_turns(state, run),
             HumanMessage(scratchpad(question, steps)),
         ]
 
@@ -560,18 +563,12 @@ class PlainTurns:
         require = self.required(run, state) if has_tools else None
         asks = turn.kind in ("tool", "follow_up")
         if require and not asks and not native_calls and self.can_continue(state, run):
-            ask = HumanMessage(prompts.SELF_ASK_REQUIRE_FOLLOW_UP)
-            return {**update, "messages": [*update["messages"], ask]}
+            return {**update, "scratch": {"reask": prompts.SELF_ASK_REQUIRE_FOLLOW_UP}}
         answers = turn.kind == "final" or (turn.kind == "none" and not native_calls)
         if answers and cut_short(reply):
             # A reply cut at the token cap is not an answer: ask once for a short one.
             if not scratch_of(state).get("shortened") and self.can_continue(state, run):
-                ask = loop_prompt(prompts.SHORT_ANSWER)
-                return {
-                    **update,
-                    "messages": [*update["messages"], ask],
-                    "scratch": {"shortened": True, "seen": ask.id or ""},
-                }
+                return {**update, "scratch": {"shortened": True, "reask": prompts.SHORT_ANSWER}}
             if steps_left(state, self.steps.answer):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
@@ -607,7 +604,7 @@ class PlainTurns:
             follow_ups.append(FollowUp(question=turn.question, answer="", tool=None))
         if not calls and self.can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
-            update["messages"] = [*update["messages"], HumanMessage(prompt)]
+            update["scratch"] = {"reask": prompt}
         elif not steps_left(state, self.steps.answer):
             answer = _best_effort(follow_ups, state["messages"])
             update.update({"status": "max_iterations", "answer": answer})
@@ -665,9 +662,10 @@ def build_self_ask(
             update = yield from guided_turns.generate(view, step.runtime)
             read = guided_turns.parse
         else:
-            update = yield from plain_turns.call(run, view, state["messages"], step.runtime)
+            history = reasked(bounded_thread(state, run), scratch_of(state).get("reask"))
+            update = yield from plain_turns.call(run, view, history, step.runtime)
             made = scratch_of(state).get("iterations", 0) + 1
-            update["scratch"] = {"iterations": made}
+            update["scratch"] = {"iterations": made, "reask": ""}
             read = plain_turns.parse
         replies = update.pop("messages")
         if not replies:  # a guided run out of budget before it could ask
@@ -700,8 +698,9 @@ def build_self_ask(
         view: SelfAskState = {**state, **done}  # as the settled follow-ups leave it
         if guided(run, state.get("tool_mode") or "none"):
             return {**done, **(yield from guided_turns.final(view, step.runtime))}
-        ask = HumanMessage(prompts.SELF_ASK_FORCE_FINAL)
-        update = yield from plain_turns.call(run, view, [*state["messages"], ask], step.runtime)
+        # A re-ask still due gives way to this one: no more follow-ups, the answer now.
+        history = reasked(bounded_thread(state, run), prompts.SELF_ASK_FORCE_FINAL)
+        update = yield from plain_turns.call(run, view, history, step.runtime)
         reply = update["messages"][0]
         assert isinstance(reply, AIMessage)  # the model's reply
         if reply.tool_calls:
@@ -715,7 +714,7 @@ def build_self_ask(
         return {
             **done,
             **update,
-            "messages": [ask, answer_message(reply, answer)],
+            "messages": [answer_message(reply, answer)],
             "follow_ups": follow_ups,
             "answer": answer,
             "status": "max_iterations",
@@ -816,7 +815,10 @@ def create_self_ask_graph(
         **options: The shared options of ``ToolLoopOptions`` (see ``create_react_graph``).
             ``tool_mode``: ``auto`` (native when the model's profile allows, falling back
             to text when tools are refused), ``native``, ``json`` (the text grammar with
-            JSON tool inputs) or ``text``.
+            JSON tool inputs) or ``text``. Each turn and the final-answer request read the
+            thread as it is; a guided turn reads the user's earlier turns and the answers
+            they got after its worked example (the read of a tool result reads none);
+            ``max_history_tokens`` bounds them.
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}``; output adds ``answer``,

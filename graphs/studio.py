@@ -2,7 +2,9 @@
 
 Each graph is built without a model: the model, tool mode, tools and budget come from the
 run's context (``LoopContext``), defaulting to the embedded local model and the
-calculator and search tools, so every loop can be picked and configured in Studio. The
+calculator and search tools, so every loop can be picked and configured in Studio. Each
+model call reads at most ``STUDIO_HISTORY_TOKENS`` of a thread's earlier conversation
+(``max_history_tokens``; the run's context may set another bound). The
 default model is loaded in a worker thread on the first run that needs it, so that
 ``langgraph dev``, which fails blocking calls on its event loop, serves a run without any
 context. The budgets are sized for a small local model; build your own graph for larger
@@ -26,6 +28,10 @@ from loopgraphs.state import CompiledLoop
 from loopgraphs.toolkits import get_tools
 
 STUDIO_TOOLS = ("calculator", "search")
+STUDIO_HISTORY_TOKENS = 2000
+"""The Studio graphs' ``max_history_tokens``: a quarter of the 8,192-token window the
+embedded server gives each request, which also holds the loop's instructions, the run's
+own transcript (tool results up to 4,000 characters each) and the reply."""
 
 StudioGraph = CompiledLoop
 
@@ -46,7 +52,8 @@ def studio_graph(loop: str) -> StudioGraph:
         if loop not in _built:
             spec = LOOP_SPECS[loop]
             tools = get_tools(STUDIO_TOOLS)
-            _built[loop] = spec.build(None, tools, name=loop, **spec.studio_options)
+            options = {"max_history_tokens": STUDIO_HISTORY_TOKENS, **spec.studio_options}
+            _built[loop] = spec.build(None, tools, name=loop, **options)
         return _built[loop]
 
 
@@ -72,6 +79,7 @@ critic = _factory("critic")
 tot = _factory("tot")
 
 __all__ = [
+    "STUDIO_HISTORY_TOKENS",
     "STUDIO_TOOLS",
     "cot",
     "critic",

@@ -31,6 +31,7 @@ from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.history import earlier_turns
 from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
@@ -209,11 +210,12 @@ def build_tot(
         path = list(branch["thoughts"])
         shown = render_path(path)
         small = needs_guided_steps(run.chat_model)
+        history = earlier_turns(state, run)
         if generation == "propose":
             text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
             capped = proposal_settings(n_branches) if small else None
             reply, update = yield from call_model(
-                ask.call([HumanMessage(text)], form, model_settings=capped)
+                ask.call([*history, HumanMessage(text)], form, model_settings=capped)
             )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
             cut = cut_short(reply)
@@ -226,7 +228,7 @@ def build_tot(
             ]
             capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]} if small else None
             outcomes = yield from in_parallel(
-                [call_model(ask.call([r], form, model_settings=capped)) for r in requests]
+                [call_model(ask.call([*history, r], form, model_settings=capped)) for r in requests]
             )
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
@@ -278,11 +280,11 @@ def build_tot(
         if not candidates:
             return {"depth": depth, "stop_reason": "dead_end"}
         paths = [c["thoughts"] for c in candidates]
-        ask = step.ask(state)
+        ask, history = step.ask(state), earlier_turns(state, step.run)
         if scoring == "batched":
-            scores, update = yield from score_all(ask, request_of(state), paths)
+            scores, update = yield from score_all(ask, request_of(state), paths, history=history)
         else:
-            scores, update = yield from score_each(ask, request_of(state), paths)
+            scores, update = yield from score_each(ask, request_of(state), paths, history=history)
         scored = [
             Candidate(**{**c, "score": float(s)}) for c, s in zip(candidates, scores, strict=True)
         ]
@@ -309,8 +311,9 @@ def build_tot(
         beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
         path = beam[0]["thoughts"]
         text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
+        asked = [*earlier_turns(state, step.run), HumanMessage(text)]
         reply, update = yield from call_model(
-            step.ask(state).call([HumanMessage(text)], RequestForm(prompts.TOT_SYSTEM))
+            step.ask(state).call(asked, RequestForm(prompts.TOT_SYSTEM))
         )
         said = "" if cut_short(reply) else content_text(reply.content).strip()
         answer = answer_in(said) or said
@@ -442,7 +445,9 @@ def create_tot_graph(
             concurrent calls, one thought each).
         **options: The shared options of ``LoopOptions`` (``checkpointer``, ``store``,
             ``name``, ``state_schema``, ``context_schema``, ``response_format``,
-            ``system_prompt``, ``retry_policy``).
+            ``system_prompt``, ``retry_policy``, ``max_history_tokens``). Every proposal,
+            scoring and final-answer call reads the user's earlier turns and the answers
+            they got before its prompt; ``max_history_tokens`` bounds them (None: all).
 
     Returns:
         The compiled graph. Input ``{"messages": [...]}`` (the last user message is the

@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field
 from pydantic.json_schema import JsonDict
 
@@ -110,6 +110,7 @@ def score_one(
     thought: str,
     *,
     max_calls: int = 1,
+    history: Sequence[BaseMessage] = (),
 ) -> Generator[ModelCall, Any, tuple[int, ModelSpend]]:
     """Rate one proposed step (``thought``) after the steps in ``path``.
 
@@ -120,6 +121,7 @@ def score_one(
         path: The steps before ``thought``.
         thought: The step to rate.
         max_calls: Model calls allowed (default one).
+        history: The conversation's earlier turns, read before the problem.
 
     Returns:
         The score (0 when the reply cannot be read) and the ``llm_calls``/``usage`` update.
@@ -130,7 +132,7 @@ def score_one(
     text = prompts.TOT_SCORE_ONE.format(problem=problem, path=render_path(path), thought=thought)
     result = yield from structured_call(
         model,
-        [HumanMessage(text)],
+        [*history, HumanMessage(text)],
         Score,
         instructions=prompts.TOT_SYSTEM,
         with_system=True,
@@ -151,6 +153,7 @@ def score_all(
     candidates: Sequence[Sequence[str]],
     *,
     max_calls: int = 1,
+    history: Sequence[BaseMessage] = (),
 ) -> Generator[ModelCall, Any, tuple[list[int], ModelSpend]]:
     """Rate every candidate of a level in one call.
 
@@ -160,6 +163,7 @@ def score_all(
         problem: The task being solved.
         candidates: Each candidate's whole line of reasoning (its last step is the new one).
         max_calls: Model calls allowed (default one).
+        history: The conversation's earlier turns, read before the problem.
 
     Returns:
         One score per candidate (unreadable or missing scores are 0) and the update.
@@ -176,7 +180,7 @@ def score_all(
     text = prompts.TOT_SCORE_ALL.format(problem=problem, candidates=listing, count=count)
     result = yield from structured_call(
         model,
-        [HumanMessage(text)],
+        [*history, HumanMessage(text)],
         scores_for(count),
         instructions=prompts.TOT_SYSTEM,
         with_system=True,
@@ -194,11 +198,13 @@ def score_each(
     model: ModelCaller | BaseChatModel,
     problem: str,
     candidates: Sequence[Sequence[str]],
+    *,
+    history: Sequence[BaseMessage] = (),
 ) -> Generator[ModelBatch, Any, tuple[list[int], ModelSpend]]:
     """Rate every candidate with its own ``score_one`` call, all calls running concurrently.
 
     A candidate whose scoring failed gets 0; when every one failed, the first failure is
-    raised.
+    raised. ``history``: the conversation's earlier turns, read before the problem.
 
     Returns:
         One score per candidate and the update summing every call.
@@ -206,7 +212,7 @@ def score_each(
     if not candidates:
         return [], {"llm_calls": 0, "usage": empty_usage()}
     outcomes = yield from in_parallel(
-        [score_one(model, problem, path[:-1], path[-1]) for path in candidates]
+        [score_one(model, problem, path[:-1], path[-1], history=history) for path in candidates]
     )
     if all(isinstance(outcome, BaseException) for outcome in outcomes):
         raise all_failed(outcomes)

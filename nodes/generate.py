@@ -1,9 +1,10 @@
 """The generate node's building blocks: who asks the model (``asker``), the caller's
-system message, and how a reply is shown in the transcript."""
+system message, how a reply is shown in the transcript, and the loop's re-ask after a
+reply it could not use (which goes into the next request only, never into the
+transcript)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -22,8 +23,8 @@ __getattr__ = renamed(__name__, {"asker": "node_caller"})
 __all__ = [
     "answer_message",
     "call_model",
-    "loop_prompt",
     "node_caller",
+    "reasked",
     "short_again",
     "shown_as",
     "user_system",
@@ -75,11 +76,10 @@ def user_system(settings: LoopSettings, state: Mapping[str, object]) -> SystemMe
     return user if isinstance(user, SystemMessage) else SystemMessage(user)
 
 
-def loop_prompt(text: str) -> HumanMessage:
-    """A user-role message the loop itself adds to the transcript (asking the model to call
-    a tool, say), with an id of its own so that the run knows it wrote it (see
-    ``loopgraphs.state.starts_run``)."""
-    return HumanMessage(text, id=str(uuid.uuid4()))
+def reasked(history: Sequence[AnyMessage], reask: str | None) -> list[AnyMessage]:
+    """The messages of a request that ends with the loop's re-ask ``reask`` (none when it
+    is empty): a user-role instruction for this request only, which no transcript keeps."""
+    return [*history, HumanMessage(reask)] if reask else list(history)
 
 
 def spent_together(first: ModelSpend | OutputState, second: ModelSpend | OutputState) -> ModelSpend:
@@ -114,11 +114,11 @@ def short_again(
 
     Returns:
         The reply to read (the new one, itself possibly cut), the messages for the
-        transcript (``reply``, and the request and the new reply when one was made) and
-        the ``llm_calls``/``usage`` update of all the calls.
+        transcript (``reply``, and the new reply when one was made: the request for it is
+        not kept) and the ``llm_calls``/``usage`` update of all the calls.
     """
     if not cut_short(reply):
         return reply, [reply], spent.copy()
-    request = loop_prompt(prompts.SHORT_ANSWER)
-    again, more = yield from call_model(ask.call([*history, reply, request], form))
-    return again, [reply, request, again], spent_together(spent, more)
+    request = reasked([*history, reply], prompts.SHORT_ANSWER)
+    again, more = yield from call_model(ask.call(request, form))
+    return again, [reply, again], spent_together(spent, more)

@@ -48,6 +48,7 @@ from loopgraphs.state import (
     LoopBuilder,
     LoopRuntime,
     empty_usage,
+    messages_of,
     scratch_of,
     starts_run,
     state_after,
@@ -73,15 +74,20 @@ def _hook_node(
     hook: str,
     *,
     settles: Channels | None = None,
+    follows: Channels | None = None,
 ) -> Runnable[Any, Any]:
     """A node running one hook: the sync method under ``invoke``, the async one under
     ``ainvoke`` (a hook defined only sync runs in a worker thread there, as in
     create_agent). With ``settles`` (the graph's channels) the node also reads a finished
-    run's answer again once the hook's update is applied (see ``_settled``)."""
+    run's answer again once the hook's update is applied (see ``_settled``); with
+    ``follows`` it moves the start of the run's transcript to where the hook's update
+    leaves the run's own messages (see ``_following``)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
     if hook == "after_model" and "end" in can_jump_to(middleware, hook):
         sync, asynchronous = _noting_close(sync, asynchronous)
+    if follows is not None:
+        sync, asynchronous = _keeping_start(sync, asynchronous, follows)
     if settles is not None:
         sync, asynchronous = _settling(sync, asynchronous, settles)
     return node_callable(sync, asynchronous, name=f"{middleware.name}.{hook}")
@@ -149,6 +155,47 @@ def _closed(update: HookUpdate) -> HookUpdate:
     if not any(isinstance(m, AIMessage) and not m.tool_calls for m in messages):
         return update
     return {**update, "scratch": {**(update.get("scratch") or {}), "hook_ended": True}}
+
+
+def _keeping_start(
+    sync: Hook | None, asynchronous: AsyncHook | None, channels: Channels
+) -> tuple[Hook | None, AsyncHook | None]:
+    """A hook's sync and async methods, each followed by ``_following``."""
+
+    def kept_sync(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
+        assert sync is not None
+        return _following(channels, state, sync(state, runtime))
+
+    async def kept_async(state: Mapping[str, object], runtime: LoopRuntime) -> HookUpdate:
+        assert asynchronous is not None
+        return _following(channels, state, await asynchronous(state, runtime))
+
+    return (
+        kept_sync if sync is not None else None,
+        kept_async if asynchronous is not None else None,
+    )
+
+
+def _following(channels: Channels, state: Mapping[str, object], update: HookUpdate) -> HookUpdate:
+    """A hook's update, with the run's ``transcript_start`` moved to where the update
+    leaves the run's own messages, when it removes or replaces messages (a trimming or a
+    summary): after the last message of the caller's conversation that is left, else at
+    the first of the run's own messages that is left (or the end)."""
+    scratch = scratch_of(state)
+    if not isinstance(update, dict) or "messages" not in update:
+        return update
+    if "transcript_start" not in scratch:
+        return update
+    before, start = messages_of(state), scratch["transcript_start"]
+    given = {message.id for message in before[:start]}
+    own = {message.id for message in before[start:]}
+    after = state_after(channels, state, [{"messages": update["messages"]}])["messages"]
+    kept = [index for index, message in enumerate(after) if message.id in given]
+    ahead = [index for index, message in enumerate(after) if message.id in own]
+    moved = kept[-1] + 1 if kept else (ahead[0] if ahead else len(after))
+    if moved == start:
+        return update
+    return {**update, "scratch": {**(update.get("scratch") or {}), "transcript_start": moved}}
 
 
 def _settled(channels: Channels, state: Mapping[str, object], update: HookUpdate) -> dict[str, Any]:
@@ -284,7 +331,8 @@ class LoopGraph(LoopBuilder):
         after = wiring.middleware.with_hook("after_model")
         names = [f"{m.name}.before_model{suffix}" for m in before]
         for m, name in zip(before, names, strict=True):  # pragma: no mutate
-            StateGraph.add_node(self, name, _hook_node(m, "before_model"))  # pragma: no mutate
+            hook_node = _hook_node(m, "before_model", follows=state_channels(self))
+            StateGraph.add_node(self, name, hook_node)  # pragma: no mutate
         for index, m in enumerate(before):
             last = index + 1 == len(names)
             target = step if last else names[index + 1]
@@ -296,7 +344,8 @@ class LoopGraph(LoopBuilder):
         for index, (m, name) in enumerate(zip(after, after_names, strict=True)):
             # The last hook to run reads the answer again after its update (``_settled``).
             settles = state_channels(self) if settles_answer and index == 0 else None
-            StateGraph.add_node(self, name, _hook_node(m, "after_model", settles=settles))
+            hook_node = _hook_node(m, "after_model", settles=settles, follows=state_channels(self))
+            StateGraph.add_node(self, name, hook_node)
         if after_names:
             StateGraph.add_edge(self, step, after_names[-1])
             for index in range(len(after) - 1, 0, -1):

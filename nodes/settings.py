@@ -74,6 +74,13 @@ class LoopOptions(TypedDict, total=False):
             every model request goes through ``wrap_model_call``, every tool call through
             ``wrap_tool_call``; the hooks run around the loop (see the README's
             Middleware section for where each hook runs in each loop).
+        max_history_tokens: How much of the conversation before the user's current
+            request each model call reads, in tokens as langchain-core's
+            ``count_tokens_approximately`` counts them: the oldest messages are left out
+            first (``trim_messages``), and what is kept starts on a user turn. The request
+            and the run's own messages are always read. None (the default): the whole
+            conversation; 0: none of it. ``context={"max_history_tokens": n}`` sets it
+            for one run.
     """
 
     checkpointer: BaseCheckpointSaver[Any] | bool | None
@@ -86,6 +93,7 @@ class LoopOptions(TypedDict, total=False):
     system_prompt: SystemPrompt | None
     retry_policy: RetryPolicy | None
     middleware: Sequence[AgentMiddleware[Any, Any]] | None
+    max_history_tokens: int | None
 
 
 class ToolLoopOptions(LoopOptions, total=False):
@@ -151,6 +159,7 @@ class LoopSettings:
     response_format: Any = None
     middleware: Middlewares = field(default_factory=Middlewares)
     agent_name: str | None = None
+    max_history_tokens: int | None = None
     step_run: bool = False
     """A ReAct run inside another loop's step: its answer is the step's result, which the
     outer loop checks (see ``loopgraphs.nodes.answer_check``)."""
@@ -182,9 +191,9 @@ class LoopSettings:
         """Apply the run's context on top of the factory settings.
 
         The context's ``model`` (a spec string or a chat model), ``tool_mode``, ``tools``
-        (names of the graph's own tools, then of built-in toolkits) and ``max_iterations``
-        take effect; any other key is the caller's own and is left to the caller's nodes
-        and tools.
+        (names of the graph's own tools, then of built-in toolkits), ``max_iterations``
+        and ``max_history_tokens`` take effect; any other key is the caller's own and is
+        left to the caller's nodes and tools.
 
         Raises:
             TypeError, ValueError: a context value is of the wrong type, out of range, or
@@ -203,6 +212,8 @@ class LoopSettings:
             changes["tools"] = context_registry(self.tools, tool_names(values["tools"]))
         if values.get("max_iterations") is not None:
             changes["max_iterations"] = check_positive("max_iterations", values["max_iterations"])
+        if values.get("max_history_tokens") is not None:
+            changes["max_history_tokens"] = check_history_bound(values["max_history_tokens"])
         return dataclasses.replace(self, **changes) if changes else self
 
 
@@ -220,6 +231,11 @@ def check_positive(name: str, value: object, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
     return value
+
+
+def check_history_bound(value: object) -> int | None:
+    """Validate ``max_history_tokens``: None, or a whole number of tokens >= 0."""
+    return None if value is None else check_positive("max_history_tokens", value, minimum=0)
 
 
 def check_flag(name: str, value: object) -> bool:
@@ -361,6 +377,7 @@ def make_settings(
         response_format=options.get("response_format"),
         middleware=middleware,
         agent_name=options.get("name"),
+        max_history_tokens=check_history_bound(options.get("max_history_tokens")),
     )
 
 

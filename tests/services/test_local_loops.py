@@ -6,6 +6,7 @@ import pytest
 
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.toolkits import calculator, make_search_tool
+from tests.support.requests import RequestEnds
 
 pytestmark = pytest.mark.integration
 
@@ -24,8 +25,6 @@ SMALL_BUDGETS = {
 def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, name):
     """Each loop ends within its budget on the embedded model, taking the paths it takes
     for ``load_model("local")`` (the session server is the embedded one)."""
-    from langchain_core.messages import HumanMessage
-
     from loopgraphs import prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
     from loopgraphs.models import local_server as embedded_servers
@@ -37,7 +36,8 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     if tools:
         options["tool_mode"] = "json"
     graph = build_loop(name, local_model, tools, **options)
-    out = graph.invoke({"messages": [("user", "What is 6 * 7?")]})
+    asked = RequestEnds()
+    out = graph.invoke({"messages": [("user", "What is 6 * 7?")]}, {"callbacks": [asked]})
     # The model's answers vary; what each loop may end with and spend does not. An error
     # is never acceptable here: the server is local and every reply is handled.
     both = ("completed", "max_iterations")
@@ -62,11 +62,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
     assert 0 <= usage["cached_tokens"] <= usage["input_tokens"]
     check_history(out["messages"])  # no tool call is left without its result
-    forced = [
-        m
-        for m in out["messages"]
-        if isinstance(m, HumanMessage) and m.content == prompts.FORCE_FINAL_ANSWER
-    ]
+    forced = [text for text in asked.texts if text == prompts.FORCE_FINAL_ANSWER]
     if name == "cot":
         assert out["llm_calls"] in (1, 2)  # a cut sample is asked once more
     if name == "react":
@@ -74,7 +70,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         # A reply cut twice, or twice saying nothing, also ends "max_iterations", with no
         # final-answer request.
         again = (prompts.SHORT_ANSWER, prompts.NO_ANSWER)
-        cut = [m for m in out["messages"] if m.content in again]
+        cut = [text for text in asked.texts if text in again]
         ran_out = out["status"] == "max_iterations" and not cut
         assert len(forced) == int(ran_out) and (out["llm_calls"] == budget or not ran_out)
     if name == "self_ask" and out["status"] == "max_iterations":

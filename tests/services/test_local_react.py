@@ -14,13 +14,14 @@ from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.react import parse_json_text
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, get_tools, make_search_tool
+from tests.support.requests import RequestEnds
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("mode", ["native", "json", "text"])
 def test_react_ends_with_status_and_answer(local_model, mode):
-    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.messages import AIMessage
 
     from loopgraphs import prompts
     from loopgraphs.nodes.tool_loop import check_history
@@ -28,15 +29,15 @@ def test_react_ends_with_status_and_answer(local_model, mode):
     graph = create_react_graph(
         local_model, [calculator, make_search_tool()], tool_mode=mode, max_iterations=3
     )
-    out = graph.invoke({"messages": [("user", "What is 12 * 7?")]})
+    requests = RequestEnds()
+    out = graph.invoke({"messages": [("user", "What is 12 * 7?")]}, {"callbacks": [requests]})
     # The model's replies vary; the loop's rules do not. It ends with an answer by itself
     # within its 3 turns, or after all 3 with one call asking for the answer; a reply cut
     # at the token cap twice ends it "max_iterations" with the last tool result, if any.
     assert out["status"] in ("completed", "max_iterations"), out.get("error")
     assert isinstance(out["answer"], str)
-    asked = [m.content for m in out["messages"] if isinstance(m, HumanMessage)]
-    forced = [text for text in asked if text == prompts.FORCE_FINAL_ANSWER]
-    cut = [text for text in asked if text == prompts.SHORT_ANSWER]
+    forced = [text for text in requests.texts if text == prompts.FORCE_FINAL_ANSWER]
+    cut = [text for text in requests.texts if text == prompts.SHORT_ANSWER]
     if out["status"] == "completed":
         assert 1 <= out["llm_calls"] <= 3 and forced == [] and out["answer"].strip()
     elif cut:

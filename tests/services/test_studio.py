@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from loopgraphs import LOOPS
 from loopgraphs.graphs import studio
 from loopgraphs.models import find_default_gguf
+from loopgraphs.nodes.parsing.text import content_text
+from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +39,9 @@ def test_langgraph_json_lists_every_loop():
         graph = asyncio.run(getattr(studio, name)())
         assert isinstance(graph, CompiledStateGraph) and graph.get_name() == name
         assert studio.studio_graph(name) is graph
-    assert sorted(studio.__all__) == sorted(["STUDIO_TOOLS", "studio_graph", *LOOPS])
+    assert sorted(studio.__all__) == sorted(
+        ["STUDIO_HISTORY_TOKENS", "STUDIO_TOOLS", "studio_graph", *LOOPS]
+    )
 
 
 @needs_langgraph_dev
@@ -76,3 +81,18 @@ def test_a_studio_run_without_context_uses_the_default_local_model(langgraph_dev
     assert "Blocking" not in str(out.get("error")), out.get("error")
     assert out["status"] in ("completed", "max_iterations"), out.get("error")
     assert isinstance(out["answer"], str) and out["llm_calls"] >= 1
+
+
+def test_studio_graphs_read_a_bounded_history_unless_the_run_says_otherwise():
+    """The Studio graphs read at most ``STUDIO_HISTORY_TOKENS`` of the earlier
+    conversation; the run's context may set another bound."""
+    old = [HumanMessage("old " * 4 * studio.STUDIO_HISTORY_TOKENS), AIMessage("Noted.")]
+    recent = [HumanMessage("Refund order A-17"), AIMessage("Refunded order A-17.")]
+    inputs = {"messages": [*old, *recent, HumanMessage("Which order did I mention?")]}
+    model = ScriptedChatModel(replies=["FINAL ANSWER: A-17"] * 2)
+    graph = studio.studio_graph("cot")
+    graph.invoke(inputs, context={"model": model})
+    graph.invoke(inputs, context={"model": model, "max_history_tokens": 10_000})
+    bounded, whole = ("\n".join(content_text(m.content) for m in p) for p in model.prompts)
+    assert "Refund order A-17" in bounded and "old old" not in bounded
+    assert "Refund order A-17" in whole and "old old" in whole

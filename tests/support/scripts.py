@@ -44,6 +44,33 @@ def step_alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return list(schema["properties"]["value"]["anyOf"])
 
 
+def follow_up(mode: str, text: str, tool: str = "note") -> Any:
+    """A Self-Ask turn asking one follow-up of ``tool`` (whose one argument is ``text``),
+    in the grammar of ``mode``."""
+    line = f"Are follow up questions needed here? Yes.\nFollow up: {text}"
+    if mode == "native":
+        return calls(tool_call(tool, {"text": text}), content=line)
+    if mode == "json":
+        return f"{line}\nTool: {tool}\nTool Input: {json.dumps({'text': text})}"
+    return f"{line}\nTool: {tool}\nTool Input: {text}"
+
+
+def critique(mode: str, claim: str, tool: str = "note") -> Any:
+    """A CRITIC critique naming one claim to check with ``tool``, in the form of ``mode``."""
+    found = {"claim": claim, "tool": tool, "tool_input": {"text": claim}}
+    if mode == "native":
+        return calls(tool_call("CritiqueReport", {"verified": False, "claims": [found]}))
+    if mode == "json":
+        return json.dumps({"verified": False, "claims": [found]})
+    return f"CLAIM: {claim}\nTOOL: {tool}\nTOOL INPUT: {claim}"
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note."""
+    return f"noted {text}"
+
+
 def model_for(mode: str, replies: list[Any], **kwargs: Any) -> ScriptedChatModel:
     """A scripted model whose profile matches ``mode`` (``profile=`` replaces it)."""
     profile = {

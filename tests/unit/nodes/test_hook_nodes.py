@@ -15,10 +15,10 @@ from langchain.agents.middleware import (
     before_model,
     hook_config,
 )
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs import LOOPS, build_loop
+from loopgraphs import LOOPS, build_loop, prompts
 from loopgraphs.nodes.hooks import FINISH, STOPPED
 from tests.compat.middleware_support import call, calls, native
 from tests.support.scripts import Refunds
@@ -303,3 +303,27 @@ def test_a_jump_before_the_run_starts_clears_the_last_runs_error():
     assert graph.invoke(ask("One?"), config)["status"] == "error"
     second = graph.invoke(ask("stop now"), config)
     assert (second["status"], second["error"], second["answer"]) == ("max_iterations", "", "")
+
+
+class ForgetTheFirstExchange(AgentMiddleware):
+    """A ``before_model`` hook that removes the conversation's first exchange."""
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        gone = [m for m in state["messages"] if m.id in ("h1", "a1")]
+        return {"messages": [RemoveMessage(id=m.id) for m in gone]} if gone else None
+
+
+def test_a_hook_that_removes_earlier_turns_keeps_the_runs_own_messages_apart():
+    """After the hook removed two messages before the run's own, the run still counts
+    its own tool calls: the budget of one is spent and the answer is asked for."""
+    refunds = Refunds()
+    model = native([calls(call("refund", {"order": "A1"})), "Refunded A1."])
+    graph = build_loop(
+        "react", model, [refunds.tool], max_tool_calls=1, middleware=[ForgetTheFirstExchange()]
+    )
+    history = [HumanMessage("Hi.", id="h1"), AIMessage("Hello.", id="a1")]
+    out = graph.invoke({"messages": [*history, HumanMessage("Refund A1.", id="h2")]})
+    assert refunds.done == ["A1"]
+    assert [m.id for m in out["messages"]][:1] == ["h2"]
+    assert model.prompts[-1][-1].content == prompts.FORCE_FINAL_ANSWER
+    assert (out["status"], out["answer"]) == ("max_iterations", "Refunded A1.")
