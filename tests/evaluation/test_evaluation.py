@@ -339,9 +339,9 @@ def test_means_and_status_counts():
     assert row.statuses == {"completed": 2, "max_iterations": 0, "error": 1}
     assert row.correct == 2 and row.accuracy == pytest.approx(2 / 3)
     assert [r.llm_calls for r in runs if r.status == "completed"] == [2, 2]
-    # The failing run sent two requests: native tools (refused with 400), then plain text.
-    assert [r.llm_calls for r in runs if r.status == "error"] == [2]
-    assert row.mean_llm_calls == pytest.approx(6 / 3)
+    # The failing run sent one request: a 400 that is not about tools is not sent again.
+    assert [r.llm_calls for r in runs if r.status == "error"] == [1]
+    assert row.mean_llm_calls == pytest.approx(5 / 3)
     tokens = [r.input_tokens + r.output_tokens for r in runs]
     assert row.mean_tokens == pytest.approx(sum(tokens) / 3) and min(tokens[1:]) > 0
     assert row.mean_latency == pytest.approx(sum(r.latency for r in runs) / 3)
