@@ -226,16 +226,24 @@ def _json_level(model: BaseChatModel, schema: Any, *, strict: bool = True) -> tu
 
     A small embedded model gets the schema as written (its llama.cpp server turns it into
     a grammar, bounds included); any other model a plain JSON schema with an object at
-    its root, in strict form with ``strict=True`` where the client takes it."""
-    if needs_guided_steps(model):
-        return model.with_structured_output(schema, method="json_schema", include_raw=True), False
-    body, wrapped = object_root(json_schema_of(schema))
-    if strict and sends_strict(model, "with_structured_output"):
-        sender = model.with_structured_output(
-            strict_schema(body), method="json_schema", include_raw=True, strict=True
-        )
-        return sender, wrapped
-    return model.with_structured_output(body, method="json_schema", include_raw=True), wrapped
+    its root, in strict form with ``strict=True`` where the client takes it.
+
+    Raises:
+        NotImplementedError: the model's ``with_structured_output`` does not take the
+            arguments of provider-enforced JSON (a form it lacks: the request steps down).
+    """
+    wrapped = False
+    options: dict[str, Any] = {"method": "json_schema", "include_raw": True}
+    if not needs_guided_steps(model):
+        schema, wrapped = object_root(json_schema_of(schema))
+        if strict and sends_strict(model, "with_structured_output"):
+            schema, options["strict"] = strict_schema(schema), True
+    try:
+        return model.with_structured_output(schema, **options), wrapped
+    except TypeError as exc:
+        raise NotImplementedError(
+            f"{type(model).__name__}.with_structured_output does not take {sorted(options)}: {exc}"
+        ) from exc
 
 
 def _read_reply(output: object) -> ModelResponse:

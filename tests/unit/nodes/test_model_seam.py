@@ -159,3 +159,27 @@ def test_a_wrapper_switching_to_the_providers_json_schema_is_honoured():
     # Asked through with_structured_output, as the schema's JSON.
     assert [schema["title"] for schema in model.schemas] == ["Answer"]
     assert all("Answer" not in names for names in model.tool_sets)  # never bound as a tool
+
+
+class NoMethodArgument(ScriptedChatModel):
+    """A chat model whose ``with_structured_output`` takes no ``method`` (nor
+    ``include_raw``), as some integrations' do: provider JSON is a form it lacks."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments {sorted(kwargs)}")
+        return super().with_structured_output(schema)
+
+
+def test_a_model_without_the_json_levels_arguments_steps_down_to_text():
+    plan = json.dumps({"steps": ["look up a", "say what a is"]})
+    script = [plan, act("text", "lookup", {"key": "a"}), final("text", "value of a")]
+    script += [final("text", "a is value of a"), "It is value of a."]
+    model = NoMethodArgument(
+        replies=script, profile={"tool_calling": False}, structured_output=True
+    )
+    out = create_plan_execute_graph(model, [lookup], tool_mode="text").invoke(QUESTION)
+    assert out["status"] == "completed", out.get("error")
+    assert out["plan"] == ["look up a", "say what a is"]
+    assert model.schemas == []  # the json level was refused before any request left
+    assert out["llm_calls"] == model.call_count == len(script)
