@@ -191,6 +191,10 @@ def read_reply(
     step = interpret(mode, reply)
     if step.kind == "action" and mode != "native":
         return Reading("tools", with_action(reply, step, registry))
+    if step.kind == "none" and not registry and not require:
+        # No tool of the loop's own: a reply in no tool grammar is plain chat (a
+        # middleware that offers tools of its own made the run use a tool mode).
+        return Reading("final", without_tool_calls(reply), content_text(reply.content).strip())
     if step.kind == "final" and not (require and mode != "native"):
         return Reading("final", without_tool_calls(reply), step.answer)
     return Reading("retry", reply, content_text(reply.content).strip())

@@ -35,8 +35,10 @@ from loopgraphs.toolkits.search import STOP_WORDS
 
 
 def resolve_mode(settings: LoopSettings) -> str:
-    """The tool mode a run starts in; ``auto`` reads the model's profile."""
-    if not settings.tools:
+    """The tool mode a run starts in; ``auto`` reads the model's profile. Without tools it
+    is ``"none"`` (plain chat), unless a ``wrap_model_call`` middleware may offer tools of
+    its own in a request (which a ``wrap_tool_call`` middleware then runs)."""
+    if not settings.tools and settings.model_chain is None:
         # Provider tools alone (dicts the provider runs) can only be bound natively.
         return "native" if settings.provider_tools else "none"
     if settings.tool_mode != "auto":
