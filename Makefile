@@ -9,23 +9,34 @@ DEV_STAMP := $(VENV)/.dev-installed
 
 .PHONY: demo studio test lint format bench eval clean mutate docs
 
+# An editable install in setuptools' "strict" mode: a tree of links to the package's
+# files, which type checkers, documentation tools and editors can read (the default mode's
+# import hook hides the package from them). A module added or removed needs the install
+# again: the stamps below depend on the list of the package's files, kept in PACKAGE_LIST.
+EDITABLE := --config-settings editable_mode=strict
+PACKAGE_LIST := $(VENV)/.package-files
+PACKAGE_FILES := $(shell find . -name '*.py' -not -path './.venv*' -not -path './build/*' \
+	-not -path './tests/*' -not -path './examples/*' -not -path './docs/*' | LC_ALL=C sort)
+$(shell mkdir -p $(VENV) && echo '$(PACKAGE_FILES)' > $(PACKAGE_LIST).new && \
+	(cmp -s $(PACKAGE_LIST).new $(PACKAGE_LIST) || cp $(PACKAGE_LIST).new $(PACKAGE_LIST)))
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 # The embedded llama.cpp server, and its model file fetched once into the cache
 # (~/.cache/loopgraphs, or $$LOOPGRAPHS_CACHE).
-$(DEMO_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[local]"
+$(DEMO_STAMP): pyproject.toml $(PACKAGE_LIST) | $(PY)
+	$(PY) -m pip install -q -e ".[local]" $(EDITABLE)
 	$(BIN)/loopgraphs fetch-model
 	touch $@
 
 $(STUDIO_STAMP): pyproject.toml $(DEMO_STAMP)
-	$(PY) -m pip install -q -e ".[local,studio]"
+	$(PY) -m pip install -q -e ".[local,studio]" $(EDITABLE)
 	touch $@
 
 $(DEV_STAMP): pyproject.toml $(DEMO_STAMP)
-	$(PY) -m pip install -q -e ".[local,studio,dev,postgres,eval,docs]"
+	$(PY) -m pip install -q -e ".[local,studio,dev,postgres,eval,docs]" $(EDITABLE)
 	touch $@
 
 demo: $(DEMO_STAMP)
@@ -40,8 +51,7 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/loopgraphs
-	MYPYPATH=build/typecheck $(BIN)/mypy --package loopgraphs
+	$(BIN)/mypy --package loopgraphs
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff format .

@@ -193,3 +193,35 @@ def test_the_command_runs_as_a_module_and_as_the_console_script():
         timeout=300,
     )
     assert done.returncode == 0 and "plan_execute" in done.stdout, done.stderr
+
+
+def test_a_type_checker_finds_the_installed_package(tmp_path: Path):
+    """After the install the README and make use (setuptools' "strict" editable mode, a
+    tree of links), mypy run from elsewhere resolves ``loopgraphs`` and reads its types;
+    the default editable mode's import hook left it ``import-not-found``."""
+    (tmp_path / "app.py").write_text(
+        "from loopgraphs import create_react_graph\nreveal_type(create_react_graph)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "app.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "def (model: " in done.stdout and "import-not-found" not in done.stdout
+
+
+def test_the_readme_installs_the_way_make_does():
+    """Every editable install the README and the getting-started page show uses the mode
+    the Makefile installs with, which type checkers can follow."""
+    editable = next(
+        line.split(":=", 1)[1].strip()
+        for line in (ROOT / "Makefile").read_text().splitlines()
+        if line.startswith("EDITABLE :=")
+    )
+    for page in (ROOT / "README.md", ROOT / "docs" / "pages" / "getting-started.md"):
+        installs = [line for line in page.read_text().splitlines() if "pip install -e" in line]
+        assert installs and all(editable in line for line in installs), page.name
