@@ -1,21 +1,40 @@
 """loopgraphs: proven agent loops as compiled LangGraph graphs, for any chat model."""
 
 from loopgraphs.context import LoopContext
-from loopgraphs.graphs.cot import create_cot_graph
-from loopgraphs.graphs.critic import create_critic_graph
-from loopgraphs.graphs.plan_execute import create_plan_execute_graph
-from loopgraphs.graphs.react import create_react_graph
-from loopgraphs.graphs.reflexion import create_reflexion_graph
-from loopgraphs.graphs.registry import LOOPS, build_loop
-from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.graphs.tot import create_tot_graph
+from loopgraphs.graphs.cot import CoTGraph, CoTOutput, create_cot_graph
+from loopgraphs.graphs.critic import CriticGraph, CriticOutput, create_critic_graph
+from loopgraphs.graphs.plan_execute import (
+    PlanExecuteGraph,
+    PlanExecuteOutput,
+    create_plan_execute_graph,
+)
+from loopgraphs.graphs.react import ReActGraph, ReActOutput, create_react_graph
+from loopgraphs.graphs.reflexion import ReflexionGraph, ReflexionOutput, create_reflexion_graph
+from loopgraphs.graphs.registry import LOOPS, LoopName, build_loop
+from loopgraphs.graphs.self_ask import SelfAskGraph, SelfAskOutput, create_self_ask_graph
+from loopgraphs.graphs.tot import ToTGraph, ToTOutput, create_tot_graph
 from loopgraphs.models import load_model
 from loopgraphs.nodes.parsing.text import strip_fence
 from loopgraphs.state import Usage
 
 __all__ = [
     "LOOPS",
+    "CoTGraph",
+    "CoTOutput",
+    "CriticGraph",
+    "CriticOutput",
     "LoopContext",
+    "LoopName",
+    "PlanExecuteGraph",
+    "PlanExecuteOutput",
+    "ReActGraph",
+    "ReActOutput",
+    "ReflexionGraph",
+    "ReflexionOutput",
+    "SelfAskGraph",
+    "SelfAskOutput",
+    "ToTGraph",
+    "ToTOutput",
     "Usage",
     "build_loop",
     "create_cot_graph",

@@ -7,8 +7,9 @@ from typing import Annotated
 from langchain_core.language_models import BaseChatModel
 from pydantic import Field, InstanceOf
 from pydantic.json_schema import SkipJsonSchema
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, TypeVar
 
+from loopgraphs.internals import ContextLike
 from loopgraphs.state import ToolMode
 
 
@@ -56,3 +57,7 @@ class LoopContext(TypedDict, total=False):
             "Empty: the graph's own bound."
         ),
     ]
+
+
+ContextT = TypeVar("ContextT", bound=ContextLike, default=LoopContext)
+"""The type of a graph's run context: its ``context_schema``, ``LoopContext`` by default."""

@@ -18,6 +18,7 @@ from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langgraph._internal._runnable import RunnableCallable
+from langgraph._internal._typing import StateLike
 from langgraph.channels import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.channels.last_value import LastValue
@@ -25,6 +26,10 @@ from langgraph.graph import StateGraph
 from langgraph.managed.base import is_managed_value
 from langgraph.runtime import Runtime
 from langgraph.typing import ContextT
+
+# What a graph's run context may be (a TypedDict, a dataclass, a pydantic model or None),
+# the bound of LangGraph's ``ContextT``; ``langgraph.typing`` uses it without exporting it.
+ContextLike = StateLike | None
 
 # The channels of a graph's state keys, by key: opaque outside this module.
 Channels = Mapping[str, BaseChannel]

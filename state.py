@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeAlias, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
+    MessageLikeRepresentation,
     SystemMessage,
     ToolMessage,
 )
@@ -25,7 +26,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed import RemainingSteps
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from loopgraphs.deprecation import renamed
 from loopgraphs.internals import Channels, reduced, takes_last_write
@@ -101,6 +103,14 @@ class InputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
+class LoopInput(TypedDict):
+    """What a caller passes in, as type checkers see it: the conversation so far, in any
+    form LangChain takes a message in (a message, a ``(role, text)`` pair, a dict, a
+    string). ``InputState`` is the same at run time."""
+
+    messages: Sequence[MessageLikeRepresentation]
+
+
 class RunOutput(TypedDict, total=False):
     """What every loop returns besides its counters."""
 
@@ -148,10 +158,34 @@ class TotalsOutput(RunOutput, total=False):
     usage: Usage
 
 
-class StructuredOutput(TypedDict, total=False):
-    """What a loop built with ``response_format`` also returns."""
+ResponseT = DefaultTypeVar("ResponseT", default=Any)
+"""The type of a loop's ``structured_response``: its ``response_format``'s (``Any``
+without one, or with a JSON schema dict)."""
 
-    structured_response: object
+
+class StructuredOutput(TypedDict, Generic[ResponseT], total=False):
+    """What a loop built with ``response_format`` also returns: the answer as an object of
+    that type (a pydantic model's instance, a TypedDict's dict)."""
+
+    structured_response: ResponseT
+
+
+class RunResult(TypedDict, Generic[ResponseT]):
+    """What a run of any loop returns, the keys every loop's output type (``CoTOutput``,
+    ``ReActOutput``, ...) has: the conversation with the run's transcript, the answer,
+    how the run ended, the tool mode it used and its counters, all written by every run;
+    and ``structured_response``, the answer as an object of the ``response_format`` the
+    graph was built with (only then)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    answer: str
+    status: Status
+    error: str
+    tool_mode: str
+    llm_calls: int
+    retries: int
+    usage: Usage
+    structured_response: NotRequired[ResponseT]
 
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]

@@ -22,7 +22,7 @@ from loopgraphs.cli.arguments import TOOL_LOOPS, build_parser, default_db, loop_
 from loopgraphs.cli.errors import CliError
 from loopgraphs.cli.eval_command import command_eval
 from loopgraphs.cli.rendering import print_result, stream_run
-from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop, get_spec
 from loopgraphs.models import describe_model, fetch_default_gguf, find_default_gguf
 from loopgraphs.state import OutputState
 from loopgraphs.toolkits.registry import get_tools
@@ -52,8 +52,8 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     with sqlite3.connect(db, check_same_thread=False) as connection:
         try:
-            graph = build_loop(
-                args.loop, model, tools, checkpointer=SqliteSaver(connection), **loop_options(args)
+            graph = get_spec(args.loop).build(
+                model, tools, checkpointer=SqliteSaver(connection), **loop_options(args)
             )
         except (TypeError, ValueError) as exc:
             raise CliError(str(exc)) from exc
@@ -96,7 +96,7 @@ def command_draw(args: argparse.Namespace, console: Console) -> int:
     """``draw``: print a loop's graph as Mermaid."""
     if args.loop not in LOOPS:
         raise CliError(f"unknown loop {args.loop!r}; choose one of {', '.join(LOOPS)}")
-    graph = build_loop(args.loop, None, [])
+    graph = get_spec(args.loop).build(None, [])
     print(graph.get_graph().draw_mermaid())
     return 0
 

@@ -53,7 +53,7 @@ from loopgraphs.eval.scoring import (
     resolve_scorer,
 )
 from loopgraphs.eval.suites import DEFAULT_SEED, Task
-from loopgraphs.graphs.registry import LOOPS, build_loop
+from loopgraphs.graphs.registry import LOOPS, get_spec
 from loopgraphs.models import describe_model, embedded_server
 from loopgraphs.nodes.errors import describe_error
 from loopgraphs.nodes.parsing.react import parse_json_text, parse_react_text
@@ -535,7 +535,7 @@ async def aevaluate(
     )
     options = {name: dict((loop_options or {}).get(name, {})) for name in plan.loops}
     tools = eval_tools()
-    graphs = {name: build_loop(name, model, tools, **options[name]) for name in plan.loops}
+    graphs = {name: get_spec(name).build(model, tools, **options[name]) for name in plan.loops}
 
     async def invoke(loop: str, task: Task) -> RunValues:
         clock, rejected = ModelClock(), RejectedReplies()

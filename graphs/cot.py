@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import END
-from typing_extensions import Unpack
+from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.nodes.answer_check import settle_answer, unusable
 from loopgraphs.nodes.build import new_graph
@@ -31,10 +34,11 @@ from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopState,
-    OutputState,
+    ResponseT,
+    RunResult,
     Status,
     scratch_of,
 )
@@ -44,20 +48,29 @@ SAMPLE_STEPS = 2  # generate, parse
 VOTE_STEPS = 3  # generate, parse, vote
 
 
-class CoTOutput(OutputState, total=False):
-    """Output of the Chain-of-Thought loop.
-
-    ``samples`` holds the raw replies, ``answers`` the answer read from each, and
-    ``votes`` the number of samples per distinct answer (self-consistency only).
-    """
+class CoTFields(TypedDict, total=False):
+    """The keys of its own that Chain-of-Thought's state and output hold (see ``CoTOutput``)."""
 
     samples: list[str]
     answers: list[str]
     votes: dict[str, int]
 
 
-class CoTState(CoTOutput, LoopState, total=False):
+class CoTOutput(CoTFields, RunResult[ResponseT]):
+    """Output of the Chain-of-Thought loop.
+
+    ``samples`` holds the raw replies, ``answers`` the answer read from each, and
+    ``votes`` the number of samples per distinct answer (self-consistency only).
+    """
+
+
+class CoTState(CoTFields, LoopState, total=False):
     """State of the Chain-of-Thought loop."""
+
+
+CoTGraph: TypeAlias = CompiledStateGraph[CoTState, ContextT, LoopInput, CoTOutput[ResponseT]]
+"""The compiled graph ``create_cot_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 def majority(answers: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -167,8 +180,8 @@ def create_cot_graph(
     model: BaseChatModel | str | None,
     *,
     self_consistency: int = 1,
-    **options: Unpack[LoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[LoopOptions[ResponseT, ContextT]],
+) -> CoTGraph[ContextT, ResponseT]:
     """Build the Chain-of-Thought loop: step-by-step reasoning, no tools.
 
     The model is asked to reason step by step and end with ``FINAL ANSWER:``; the text

@@ -15,17 +15,19 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 from pydantic.json_schema import JsonDict
-from typing_extensions import Unpack
+from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.critic_guided import critique_schema, evidence, revision_of, revision_schema
 from loopgraphs.nodes.answer_check import unusable
@@ -56,11 +58,12 @@ from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopRuntime,
     LoopState,
-    OutputState,
+    ResponseT,
+    RunResult,
     request_of,
     scratch_of,
 )
@@ -104,13 +107,8 @@ class PendingClaim(Claim):
     args: dict[str, Any]
 
 
-class CriticOutput(OutputState, total=False):
-    """Output of the CRITIC loop.
-
-    ``draft`` is the current answer, ``round`` the number of critiques made,
-    ``claims`` every claim checked so far, ``verified`` whether the last critique
-    accepted the draft.
-    """
+class CriticFields(TypedDict, total=False):
+    """The keys of its own that CRITIC's state and output hold (see ``CriticOutput``)."""
 
     draft: str
     claims: list[CheckedClaim]
@@ -118,11 +116,27 @@ class CriticOutput(OutputState, total=False):
     verified: bool
 
 
-class CriticState(CriticOutput, LoopState, total=False):
+class CriticOutput(CriticFields, RunResult[ResponseT]):
+    """Output of the CRITIC loop.
+
+    ``draft`` is the current answer, ``round`` the number of critiques made,
+    ``claims`` every claim checked so far, ``verified`` whether the last critique
+    accepted the draft.
+    """
+
+
+class CriticState(CriticFields, LoopState, total=False):
     """State of the CRITIC loop: ``pending`` holds the claims of the current round. The
     calls and their results are in ``messages``."""
 
     pending: list[PendingClaim]
+
+
+CriticGraph: TypeAlias = CompiledStateGraph[
+    CriticState, ContextT, LoopInput, CriticOutput[ResponseT]
+]
+"""The compiled graph ``create_critic_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 def _input_text(value: ToolInput) -> str:
@@ -473,8 +487,8 @@ def create_critic_graph(
     tools: ToolsArg = None,
     *,
     max_critique_rounds: int = 2,
-    **options: Unpack[ToolLoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[ToolLoopOptions[ResponseT, ContextT]],
+) -> CriticGraph[ContextT, ResponseT]:
     """Build the CRITIC loop: draft, critique into checkable claims, verify, revise.
 
     The critique lists claims as ``CLAIM: / TOOL: / TOOL INPUT:`` blocks (text mode) or

@@ -17,17 +17,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cache
+from typing import TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
 from loopgraphs.graphs.react_subgraph import (
@@ -55,11 +58,12 @@ from loopgraphs.nodes.settings import (
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call, with_bounds
 from loopgraphs.state import (
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopRuntime,
     LoopState,
-    OutputState,
+    ResponseT,
+    RunResult,
     Status,
     request_of,
 )
@@ -132,18 +136,30 @@ class StepResult(TypedDict):
     status: Status
 
 
-class PlanExecuteOutput(OutputState, total=False):
-    """Output of Plan-and-Execute: the plan, each step's result, the steps executed."""
+class PlanExecuteFields(TypedDict, total=False):
+    """The keys of its own that Plan-and-Execute's state and output hold (see
+    ``PlanExecuteOutput``)."""
 
     plan: list[str]
     step_results: list[StepResult]
     current_step: int
 
 
-class PlanExecuteState(PlanExecuteOutput, LoopState, total=False):
+class PlanExecuteOutput(PlanExecuteFields, RunResult[ResponseT]):
+    """Output of Plan-and-Execute: the plan, each step's result, the steps executed."""
+
+
+class PlanExecuteState(PlanExecuteFields, LoopState, total=False):
     """State of Plan-and-Execute."""
 
     request: str
+
+
+PlanExecuteGraph: TypeAlias = CompiledStateGraph[
+    PlanExecuteState, ContextT, LoopInput, PlanExecuteOutput[ResponseT]
+]
+"""The compiled graph ``create_plan_execute_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 def numbered(steps: Sequence[str]) -> str:
@@ -479,8 +495,8 @@ def create_plan_execute_graph(
     max_step_iterations: int = 5,
     replan: bool = False,
     approve_plan: bool = False,
-    **options: Unpack[ToolLoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[ToolLoopOptions[ResponseT, ContextT]],
+) -> PlanExecuteGraph[ContextT, ResponseT]:
     """Build Plan-and-Execute: plan numbered steps, run each as a ReAct loop, synthesise.
 
     Call budget (model replies, whatever the model says), ``call_budget``::

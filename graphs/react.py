@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeAlias, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, create_model
 from typing_extensions import Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.answer_repair import restated_answer, says_nothing
@@ -45,12 +47,13 @@ from loopgraphs.nodes.tool_loop import pending_step, tool_budget_spent
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
-    CompiledLoop,
     InnerReActOutput,
     LoopBuilder,
+    LoopInput,
     LoopRuntime,
     ReActState,
-    TotalsOutput,
+    ResponseT,
+    RunResult,
     request_of,
     scratch_of,
 )
@@ -59,6 +62,16 @@ TOOL_SELECTION_THRESHOLD = 12
 TOOL_SELECTION_MAX = 6
 SYNTHESIS_TOOL_CHARS = 2000
 STEPS_TO_FINISH = 4
+
+
+class ReActOutput(RunResult[ResponseT]):
+    """Output of ReAct: the answer, status and counters every loop returns, with
+    ``structured_response`` when the graph was built with ``response_format``."""
+
+
+ReActGraph: TypeAlias = CompiledStateGraph[ReActState, ContextT, LoopInput, ReActOutput[ResponseT]]
+"""The compiled graph ``create_react_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 def build_react(
@@ -222,7 +235,7 @@ def build_react(
 
     builder = new_graph(
         ReActState,
-        TotalsOutput if agent_hooks else InnerReActOutput,
+        ReActOutput if agent_hooks else InnerReActOutput,
         options or {},
         loop="react",
         settings=settings,
@@ -284,8 +297,8 @@ def create_react_graph(
     *,
     max_iterations: int = 10,
     synthesize_answer: bool = False,
-    **options: Unpack[ToolLoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[ToolLoopOptions[ResponseT, ContextT]],
+) -> ReActGraph[ContextT, ResponseT]:
     """Build the ReAct loop: think, call tools, observe, until a final answer.
 
     Call budget: at most ``max_iterations`` model calls in the loop, plus one call

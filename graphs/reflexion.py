@@ -19,15 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
 from loopgraphs.nodes.build import new_graph
@@ -44,11 +46,12 @@ from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, c
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import StructuredResult, structured_call
 from loopgraphs.state import (
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopState,
     ModelSpend,
-    OutputState,
+    ResponseT,
+    RunResult,
     conversation_of,
     request_of,
 )
@@ -64,8 +67,8 @@ EPISODE_STEPS = 3  # reflect, generate, evaluate
 LESSONS_ID = ":lessons"  # suffix of the id of a user message given with the reflections
 
 
-class ReflexionOutput(OutputState, total=False):
-    """Output of Reflexion: episodes run, their answers, evaluations and reflections."""
+class ReflexionFields(TypedDict, total=False):
+    """The keys of its own that Reflexion's state and output hold (see ``ReflexionOutput``)."""
 
     episode: int
     reflections: list[str]
@@ -73,10 +76,21 @@ class ReflexionOutput(OutputState, total=False):
     episode_answers: list[str]
 
 
-class ReflexionState(ReflexionOutput, LoopState, total=False):
+class ReflexionOutput(ReflexionFields, RunResult[ResponseT]):
+    """Output of Reflexion: episodes run, their answers, evaluations and reflections."""
+
+
+class ReflexionState(ReflexionFields, LoopState, total=False):
     """State of Reflexion."""
 
     request: str
+
+
+ReflexionGraph: TypeAlias = CompiledStateGraph[
+    ReflexionState, ContextT, LoopInput, ReflexionOutput[ResponseT]
+]
+"""The compiled graph ``create_reflexion_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 class Evaluation(BaseModel):
@@ -370,8 +384,8 @@ def create_reflexion_graph(
     *,
     max_reflections: int = 3,
     max_iterations: int = 10,
-    **options: Unpack[ToolLoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[ToolLoopOptions[ResponseT, ContextT]],
+) -> ReflexionGraph[ContextT, ResponseT]:
     """Build Reflexion: ReAct episodes, each judged; failures are reflected on and retried.
 
     Call budget (model replies, whatever the model says)::

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Literal, overload
 
 from langchain_core.language_models import BaseChatModel
+from typing_extensions import Unpack
 
-from loopgraphs.graphs.cot import create_cot_graph
-from loopgraphs.graphs.critic import create_critic_graph
-from loopgraphs.graphs.plan_execute import create_plan_execute_graph
-from loopgraphs.graphs.react import create_react_graph
-from loopgraphs.graphs.reflexion import create_reflexion_graph
-from loopgraphs.graphs.self_ask import create_self_ask_graph
-from loopgraphs.graphs.tot import create_tot_graph
-from loopgraphs.nodes.settings import ToolsArg, declare_loop
-from loopgraphs.state import CompiledLoop
+from loopgraphs.context import ContextT
+from loopgraphs.graphs.cot import CoTGraph, create_cot_graph
+from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
+from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
+from loopgraphs.graphs.react import ReActGraph, create_react_graph
+from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
+from loopgraphs.graphs.self_ask import SelfAskGraph, create_self_ask_graph
+from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
+from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg, declare_loop
+from loopgraphs.state import CompiledLoop, ResponseT
 
 Factory = Callable[..., CompiledLoop]
 
@@ -123,6 +126,7 @@ LOOP_SPECS: dict[str, LoopSpec] = {
 }
 
 LOOPS: dict[str, Factory] = {name: spec.factory for name, spec in LOOP_SPECS.items()}
+"""Each loop's factory by registry name (``LoopName``)."""
 
 
 def get_spec(name: str) -> LoopSpec:
@@ -136,13 +140,127 @@ def get_spec(name: str) -> LoopSpec:
     return LOOP_SPECS[name]
 
 
+LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
+"""The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
+
+
+class CoTOptions(LoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("cot", ...)``'s keywords: ``create_cot_graph``'s."""
+
+    self_consistency: int
+
+
+class ReActOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("react", ...)``'s keywords: ``create_react_graph``'s."""
+
+    max_iterations: int
+    synthesize_answer: bool
+
+
+class PlanExecuteOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("plan_execute", ...)``'s keywords: ``create_plan_execute_graph``'s."""
+
+    max_steps: int
+    max_step_iterations: int
+    replan: bool
+    approve_plan: bool
+
+
+class ReflexionOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("reflexion", ...)``'s keywords: ``create_reflexion_graph``'s."""
+
+    max_reflections: int
+    max_iterations: int
+
+
+class SelfAskOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("self_ask", ...)``'s keywords: ``create_self_ask_graph``'s."""
+
+    max_follow_ups: int
+
+
+class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("critic", ...)``'s keywords: ``create_critic_graph``'s."""
+
+    max_critique_rounds: int
+
+
+class ToTOptions(LoopOptions[ResponseT, ContextT], total=False):
+    """``build_loop("tot", ...)``'s keywords: ``create_tot_graph``'s."""
+
+    n_branches: int
+    beam_width: int
+    max_depth: int
+    scoring: Literal["batched", "per_branch"]
+    generation: Literal["propose", "sample"]
+
+
+Model = BaseChatModel | str | None
+
+
+@overload
 def build_loop(
-    loop: str, model: BaseChatModel | str | None, tools: ToolsArg = (), /, **options: object
-) -> CompiledLoop:
+    loop: Literal["cot"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[CoTOptions[ResponseT, ContextT]],
+) -> CoTGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["react"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[ReActOptions[ResponseT, ContextT]],
+) -> ReActGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["plan_execute"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[PlanExecuteOptions[ResponseT, ContextT]],
+) -> PlanExecuteGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["reflexion"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[ReflexionOptions[ResponseT, ContextT]],
+) -> ReflexionGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["self_ask"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[SelfAskOptions[ResponseT, ContextT]],
+) -> SelfAskGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["critic"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[CriticOptions[ResponseT, ContextT]],
+) -> CriticGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["tot"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[ToTOptions[ResponseT, ContextT]],
+) -> ToTGraph[ContextT, ResponseT]: ...
+def build_loop(loop: LoopName, model: Model, tools: ToolsArg = (), /, **options: Any) -> Any:
     """Build a loop by name, e.g. ``build_loop("react", model, [calculator])``.
 
     The first three arguments are positional only, so that every option, the compile
-    option ``name=`` included, passes through to the loop's factory.
+    option ``name=`` included, passes through to the loop's factory. A type checker sees
+    the loop's own graph and keywords for each name (``ReActOptions``, ...); a name only
+    known at run time goes through ``get_spec(name).build(...)``.
 
     Args:
         loop: One of ``LOOPS``.

@@ -22,15 +22,17 @@ import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
@@ -85,12 +87,13 @@ from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
     Bookkeeping,
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopRuntime,
     LoopState,
     ModelSpend,
-    OutputState,
+    ResponseT,
+    RunResult,
     empty_usage,
     request_of,
     scratch_of,
@@ -110,14 +113,18 @@ class PendingFollowUp(TypedDict):
     question: str
 
 
-class SelfAskOutput(OutputState, total=False):
-    """Output of the Self-Ask loop: ``follow_ups`` lists every follow-up question with its
-    answer and the tool that gave it (None when the model answered itself)."""
+class SelfAskFields(TypedDict, total=False):
+    """The keys of its own that Self-Ask's state and output hold (see ``SelfAskOutput``)."""
 
     follow_ups: list[FollowUp]
 
 
-class SelfAskState(SelfAskOutput, LoopState, total=False):
+class SelfAskOutput(SelfAskFields, RunResult[ResponseT]):
+    """Output of the Self-Ask loop: ``follow_ups`` lists every follow-up question with its
+    answer and the tool that gave it (None when the model answered itself)."""
+
+
+class SelfAskState(SelfAskFields, LoopState, total=False):
     """State of the Self-Ask loop: ``pending`` holds the follow-ups of the current turn
     waiting for their tool results, each with the ``id`` of the tool call that answers
     it (the calls and their results are in ``messages``); ``scratch.iterations`` counts
@@ -131,6 +138,12 @@ class SelfAskState(SelfAskOutput, LoopState, total=False):
     unread: bool
     finishing: str
 
+
+SelfAskGraph: TypeAlias = CompiledStateGraph[
+    SelfAskState, ContextT, LoopInput, SelfAskOutput[ResponseT]
+]
+"""The compiled graph ``create_self_ask_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 NO_RESULT = "Error: the tool returned no result."
 
@@ -781,8 +794,8 @@ def create_self_ask_graph(
     tools: ToolsArg = None,
     *,
     max_follow_ups: int = 5,
-    **options: Unpack[ToolLoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[ToolLoopOptions[ResponseT, ContextT]],
+) -> SelfAskGraph[ContextT, ResponseT]:
     """Build the Self-Ask loop: follow-up questions, intermediate answers, final answer.
 
     The model writes ``Follow up: <question>``; the question goes to the first tool (its

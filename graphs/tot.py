@@ -15,15 +15,17 @@ hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Literal, cast
+from typing import Annotated, Literal, TypeAlias, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy, Send
 from typing_extensions import TypedDict, Unpack
 
 from loopgraphs import prompts
+from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
 from loopgraphs.models import needs_guided_steps
@@ -41,10 +43,11 @@ from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
-    CompiledLoop,
     LoopBuilder,
+    LoopInput,
     LoopState,
-    OutputState,
+    ResponseT,
+    RunResult,
     Status,
     add_usage,
     empty_usage,
@@ -123,7 +126,18 @@ def add_failures(left: list[str] | None, right: list[str] | None) -> list[str]:
     return [*(left or []), *right]
 
 
-class ToTOutput(OutputState, total=False):
+class ToTFields(TypedDict, total=False):
+    """The keys of its own that Tree-of-Thoughts' state and output hold (see ``ToTOutput``)."""
+
+    problem: str
+    branches: list[Branch]
+    depth: int
+    candidates: Annotated[list[Candidate], extend_candidates]
+    best_path: list[str]
+    stop_reason: StopReason
+
+
+class ToTOutput(ToTFields, RunResult[ResponseT]):
     """Output of the Tree-of-Thoughts loop.
 
     ``branches`` is the beam (best first); ``candidates`` the last level's candidates
@@ -134,18 +148,16 @@ class ToTOutput(OutputState, total=False):
     redacted).
     """
 
-    problem: str
-    branches: list[Branch]
-    depth: int
-    candidates: Annotated[list[Candidate], extend_candidates]
-    best_path: list[str]
-    stop_reason: StopReason
 
-
-class ToTState(ToTOutput, LoopState, total=False):
+class ToTState(ToTFields, LoopState, total=False):
     """State of the Tree-of-Thoughts loop: the output plus failures of concurrent tasks."""
 
     failures: Annotated[list[str], add_failures]
+
+
+ToTGraph: TypeAlias = CompiledStateGraph[ToTState, ContextT, LoopInput, ToTOutput[ResponseT]]
+"""The compiled graph ``create_tot_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
 
 class Expansion(ToTState, total=False):
@@ -399,8 +411,8 @@ def create_tot_graph(
     max_depth: int = 3,
     scoring: Literal["batched", "per_branch"] = "batched",
     generation: Literal["propose", "sample"] = "propose",
-    **options: Unpack[LoopOptions],
-) -> CompiledLoop:
+    **options: Unpack[LoopOptions[ResponseT, ContextT]],
+) -> ToTGraph[ContextT, ResponseT]:
     """Build the Tree-of-Thoughts loop: a beam search over lines of reasoning.
 
     Level by level, every branch of the beam (the root alone at level 0) is expanded

@@ -51,6 +51,12 @@ def _fields(schema: type[Any] | None) -> dict[str, object]:
     return typing.get_type_hints(schema, include_extras=True)
 
 
+TYPED_ONLY = ("structured_response",)
+"""Keys a loop's output type declares for type checkers that the graph has only when
+asked for: ``structured_response``, with ``response_format`` (whose graph adds the key
+itself, see ``_with_structured_response``)."""
+
+
 def merged(
     name: str,
     base: type[Any],
@@ -59,14 +65,17 @@ def merged(
     *,
     managed: bool = True,
 ) -> type[Any]:
-    """A TypedDict with the fields of ``base``, the caller's ``extra`` fields and ``more``
-    (middleware fields); the loop's own fields win on equal names, so its reducers stay
-    in force. ``managed=False`` leaves out managed values (an input or output schema may
-    not hold them; a state built on LangGraph's prebuilt ``AgentState`` has
-    ``remaining_steps``)."""
-    if extra is None and not more:
+    """A TypedDict with the fields of ``base`` (but ``TYPED_ONLY``), the caller's ``extra``
+    fields and ``more`` (middleware fields); the loop's own fields win on equal names, so
+    its reducers stay in force. ``managed=False`` leaves out managed values (an input or
+    output schema may not hold them; a state built on LangGraph's prebuilt
+    ``AgentState`` has ``remaining_steps``)."""
+    own = _fields(base)
+    typed_only = [key for key in TYPED_ONLY if key in own]
+    if extra is None and not more and not typed_only:
         return base
-    fields = {**(more or {}), **_fields(extra), **_fields(base)}
+    own = {key: hint for key, hint in own.items() if key not in typed_only}
+    fields = {**(more or {}), **_fields(extra), **own}
     if not managed:
         fields = {
             key: hint

@@ -12,7 +12,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Generic, Literal, cast
 
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
@@ -23,6 +23,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 from typing_extensions import TypedDict
 
+from loopgraphs.context import ContextT
 from loopgraphs.models import load_model
 from loopgraphs.nodes.errors import default_retry_policy
 from loopgraphs.nodes.middleware import Middlewares, check_middleware
@@ -42,7 +43,7 @@ from loopgraphs.nodes.tool_guard import (
     DEFAULT_TOOL_TIMEOUT,
     ToolErrorPolicy,
 )
-from loopgraphs.state import TOOL_MODES, LoopRuntime
+from loopgraphs.state import TOOL_MODES, LoopRuntime, ResponseT
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsArg = Sequence[BaseTool | Callable[..., object] | dict[str, Any]] | None
@@ -50,7 +51,7 @@ SystemPrompt = str | SystemMessage | Callable[[Mapping[str, object]], str | Syst
 ToolChoice = Literal["auto", "required"] | str
 
 
-class LoopOptions(TypedDict, total=False):
+class LoopOptions(TypedDict, Generic[ResponseT, ContextT], total=False):
     """Keywords every factory accepts.
 
     Attributes:
@@ -88,15 +89,15 @@ class LoopOptions(TypedDict, total=False):
     name: str | None
     result_keys: Mapping[str, str] | None
     state_schema: type[Any] | None
-    context_schema: type[Any] | None
-    response_format: type[Any] | dict[str, Any] | None
+    context_schema: type[ContextT] | None
+    response_format: type[ResponseT] | dict[str, Any] | None
     system_prompt: SystemPrompt | None
     retry_policy: RetryPolicy | None
     middleware: Sequence[AgentMiddleware[Any, Any]] | None
     max_history_tokens: int | None
 
 
-class ToolLoopOptions(LoopOptions, total=False):
+class ToolLoopOptions(LoopOptions[ResponseT, ContextT], total=False):
     """Keywords of the loops that call tools, besides ``LoopOptions``.
 
     Attributes:

@@ -32,7 +32,7 @@ from loopgraphs.eval.data import load_tasks
 from loopgraphs.eval.report import CHART_NEEDS, RunResult
 from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, ModelClock, runs_at_once
 from loopgraphs.eval.scoring import contains_phrase
-from loopgraphs.graphs.registry import LOOPS
+from loopgraphs.graphs.registry import LOOPS, LoopSpec
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.toolkits import calculator, triples
 from loopgraphs.toolkits.knowledge import RELATION_SENTENCES
@@ -355,7 +355,7 @@ def test_a_run_that_raises_is_an_error_and_the_eval_goes_on(monkeypatch):
                 raise RuntimeError("graph broke")
             return {"answer": "true", "status": "completed", "llm_calls": 1}
 
-    monkeypatch.setattr("loopgraphs.eval.runner.build_loop", lambda *a, **k: Exploding())
+    monkeypatch.setattr(LoopSpec, "build", lambda *a, **k: Exploding())
     report = evaluate(None, ["react"], "verify", show_progress=False)
     runs = report.runs("react")
     broken = [r for r in runs if "Drennick" in r.question]

@@ -526,3 +526,11 @@ def test_internals_imports_nothing_of_the_package():
     modules = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not [m for m in modules if m.startswith("loopgraphs")]
+
+
+def test_the_context_bound_is_langgraphs():
+    """``ContextLike`` is the bound LangGraph's own ``ContextT`` has, so a loop's graph
+    typed with loopgraphs' ``ContextT`` is a ``CompiledStateGraph`` LangGraph accepts."""
+    from langgraph.typing import ContextT
+
+    assert internals.ContextLike == ContextT.__bound__
