@@ -104,14 +104,15 @@ def build_cot(
 
     def generate(state: CoTState, step: Step) -> LogicOf[CoTState]:
         ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
-        call = ask.call(state["messages"], form)
         if not voting:
-            reply, update = yield from call_model(call)
+            reply, update = yield from call_model(ask.call(state["messages"], form))
             reply, added, update = yield from short_again(
                 ask, state["messages"], form, reply, update
             )
             sample = "" if cut_short(reply) else content_text(reply.content)
             return {**update, "samples": [sample], "messages": added}
+        # The samples are internal: the chat shows the answer they vote for (see ``vote``).
+        call = ask.call(state["messages"], form, purpose="sample")
         results = yield ModelBatch([call] * self_consistency)
         outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
         if not outcomes:

@@ -294,6 +294,7 @@ def build_plan_execute(
             with_system=True,
             regex_fallback=plan_from_text,
             max_calls=PLANNER_CALLS,
+            purpose="plan",
         )
         steps = list(result.value.steps)[:max_steps] if result.value is not None else []
         steps = sized_plan(steps, request_of(state))
@@ -377,6 +378,7 @@ def build_plan_execute(
             with_system=True,
             regex_fallback=update_from_text,
             max_calls=REPLAN_CALLS,
+            purpose="replan",
         )
         if result.value is None:
             return {**result.state_update()}

@@ -83,7 +83,7 @@ def build_react(
             limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request
         )
         result = yield from structured_call(
-            step.ask(state), [HumanMessage(prompt)], choice, max_calls=2
+            step.ask(state), [HumanMessage(prompt)], choice, max_calls=2, purpose="tool_selection"
         )
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}

@@ -136,6 +136,7 @@ def evaluate_answer(
         instructions=prompts.EVALUATE_SYSTEM,
         regex_fallback=parse_verdict,
         max_calls=max_calls,
+        purpose="evaluation",
     )
     return result.value, result
 
@@ -164,7 +165,8 @@ def reflect_on(
             feedback=feedback.strip() or "none given",
         )
     )
-    call = caller_for(model).call([request], RequestForm(prompts.REFLECT_SYSTEM), with_system=False)
+    form = RequestForm(prompts.REFLECT_SYSTEM)
+    call = caller_for(model).call([request], form, with_system=False, purpose="reflection")
     reply, update = yield from call_model(call)
     text = normalise_reflection(content_text(reply.content))
     if not text:

@@ -213,7 +213,7 @@ def build_tot(
             text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
             capped = proposal_settings(n_branches) if small else None
             reply, update = yield from call_model(
-                ask.call([HumanMessage(text)], form, model_settings=capped)
+                ask.call([HumanMessage(text)], form, model_settings=capped, purpose="proposal")
             )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
             cut = cut_short(reply)
@@ -226,7 +226,10 @@ def build_tot(
             ]
             capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]} if small else None
             outcomes = yield from in_parallel(
-                [call_model(ask.call([r], form, model_settings=capped)) for r in requests]
+                [
+                    call_model(ask.call([r], form, model_settings=capped, purpose="proposal"))
+                    for r in requests
+                ]
             )
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:

@@ -124,6 +124,7 @@ def structured_call(
     levels: list[Level] | None = None,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     max_calls: int = 5,
+    purpose: str = "structured_output",
 ) -> Generator[ModelCall, object, StructuredResult]:
     """Ask the model for an object of ``schema``, degrading native → json → text.
 
@@ -147,6 +148,8 @@ def structured_call(
         levels: Levels to try, in order; default from the model's profile.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
         max_calls: Hard cap on model calls across all levels.
+        purpose: What the call is for, in the run's metadata: every level is an internal
+            call (see ``loopgraphs.nodes.model_call``), which a chat does not show.
 
     Yields:
         Model calls.
@@ -179,6 +182,7 @@ def structured_call(
                 tools=tools,
                 response_format=_strategy(level, schema),
                 with_system=with_system,
+                purpose=purpose,
             )
             try:
                 outcome = as_outcome((yield call))
