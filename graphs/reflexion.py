@@ -271,7 +271,8 @@ def build_reflexion(
     def generate(state: ReflexionState, step: Step) -> LogicOf[ReflexionState]:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
-        out, spent = yield from react.run(step, state, episode_input)
+        # The episode's turns are the chat's replies: they stream as this step's.
+        out, spent = yield from react.run(step, state, episode_input, relay=True)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])

@@ -13,7 +13,9 @@ LangGraph's ``stream_mode="messages"`` streams it as the chat's reply) or, when 
 turn whose raw reply is JSON. The handler sends an internal call with LangGraph's
 ``nostream`` tag (``messages`` mode skips it), the tag ``loopgraphs:internal`` and its
 purpose in the run's metadata (``{"loopgraphs_call": purpose}``), so that
-``astream_events`` and tracing find it.
+``astream_events`` and tracing find it. Inside an inner run whose chat turns are relayed
+(Reflexion's episodes, see ``loopgraphs.nodes.chat_relay``) a chat turn is sent with
+``nostream`` and the relay.
 
 The handler counts each request it sends and its tokens; a middleware that answers
 without calling it sends none, one that retries sends several. ``ModelCall`` returns an
@@ -42,6 +44,7 @@ from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
+from loopgraphs.nodes.chat_relay import relay_of
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text
@@ -187,15 +190,18 @@ class ModelCall:
 
     def sent_with(self, config: RunnableConfig) -> RunnableConfig | None:
         """The config the request is sent with, merged with the node's ``config``: an
-        internal call's tags and metadata; None for a chat turn, which runs in the node's
-        config as it is."""
-        if self.purpose is None:
+        internal call's tags and metadata, or a relayed chat turn's; None for any other
+        chat turn, which runs in the node's config as it is."""
+        if self.purpose is not None:
+            marks: RunnableConfig = {
+                "tags": [TAG_NOSTREAM, INTERNAL_TAG],
+                "metadata": {CALL_METADATA: self.purpose},
+            }
+            return merge_configs(config, marks)
+        relay = relay_of(config)
+        if relay is None:
             return None
-        marks: RunnableConfig = {
-            "tags": [TAG_NOSTREAM, INTERNAL_TAG],
-            "metadata": {CALL_METADATA: self.purpose},
-        }
-        return merge_configs(config, marks)
+        return merge_configs(config, {"tags": [TAG_NOSTREAM], "callbacks": [relay]})
 
     def invoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
