@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
 from langgraph.graph import END
 from langgraph.types import interrupt
@@ -186,6 +186,15 @@ def results_text(results: Sequence[StepResult], limit: int | None = None) -> str
     return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
 
 
+def answer_id(messages: Sequence[AnyMessage]) -> str | None:
+    """The id of the reply a step's run answered with: its last message, when that is
+    an assistant message calling no tool (None otherwise)."""
+    last = messages[-1] if messages else None
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        return last.id
+    return None
+
+
 def step_failed(record: StepResult) -> bool:
     """Whether a step did not do its work: it did not complete, or gave no result."""
     return record["status"] != "completed" or not record["result"].strip()
@@ -340,8 +349,10 @@ def build_plan_execute(
                 "answer": result or previous,
             }
         # The step's tool calls and results join the transcript (its prompt and its own
-        # answer stay out: the step's result message stands for them).
-        work = list(tool_work(out.get("messages") or []))
+        # answer stay out: the step's result message stands for them, under the id of
+        # that answer, which a chat streaming the step showed).
+        produced = out.get("messages") or []
+        work = list(tool_work(produced))
         if ended_by_hook(out):  # a middleware limit ended the step: the run ends here
             previous = next((r["result"] for r in reversed(done) if r["result"]), "")
             return {
@@ -351,7 +362,7 @@ def build_plan_execute(
             }
         if result:  # a step that gave nothing (stopped before the model answered) says nothing
             text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
-            work.append(AIMessage(text, name=settings.agent_name))
+            work.append(AIMessage(text, name=settings.agent_name, id=answer_id(produced)))
         return {**update, "answer": result, "messages": work}
 
     def revise(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
@@ -400,14 +411,14 @@ def build_plan_execute(
         ]
         ask, form = step.ask(state), RequestForm(prompts.SYNTHESIZE_SYSTEM)
         reply, update = yield from call_model(ask.call(request, form))
-        reply, _, update = yield from short_again(ask, request, form, reply, update)
+        reply, shown, update = yield from short_again(ask, request, form, reply, update)
         cut = cut_short(reply)
         answer = ("" if cut else final_answer_of(content_text(reply.content))) or latest
         return {
             **update,
             "answer": answer,
             "status": "completed" if plan_done(state) and not cut else "max_iterations",
-            "messages": [answer_message(reply, answer)],
+            "messages": [*shown[:-1], answer_message(reply, answer)],
         }
 
     def route_planned(state: PlanExecuteState, runtime: LoopRuntime) -> str:

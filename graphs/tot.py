@@ -30,7 +30,7 @@ from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.generate import answer_message, call_model
 from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
@@ -326,7 +326,8 @@ def build_tot(
             **update,
             "answer": answer,
             "status": status,
-            "messages": [AIMessage(answer, name=settings.agent_name)] if answer else [],
+            # The streamed reply, kept under its id with the answer as its text.
+            "messages": [answer_message(reply, answer)],
             "best_path": path,
             "problem": request_of(state),
         }
