@@ -119,12 +119,13 @@ def build_cot(
     def generate(state: CoTState, step: Step) -> LogicOf[CoTState]:
         ask, form = step.ask(state), RequestForm(prompts.COT_SYSTEM)
         history = conversation(state, step.run)
-        call = ask.call(history, form)
         if not voting:
-            reply, update = yield from call_model(call)
+            reply, update = yield from call_model(ask.call(history, form))
             reply, added, update = yield from short_again(ask, history, form, reply, update)
             sample = "" if cut_short(reply) else content_text(reply.content)
             return {**update, "samples": [sample], "messages": added}
+        # The samples are internal: the chat shows the answer they vote for (see ``vote``).
+        call = ask.call(history, form, purpose="sample")
         results = yield ModelBatch([call] * self_consistency)
         outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
         if not outcomes:

@@ -2,11 +2,12 @@
 
 Graph: ``prepare → generate → critique → [review] → call_tool → revise → critique ...``.
 ``generate`` writes the draft; ``critique`` asks for the claims to check (or
-``VERIFIED``), reads its own reply and writes the round's checks as one assistant
-message with a tool call per distinct check, which the ``after_model`` hooks see (so
-approval middleware works unchanged); ``call_tool`` is the shared tool step, each call
-sent on its own as in ReAct; ``revise`` reads each claim's observation from the
-``ToolMessage`` answering its call and rewrites the draft.
+``VERIFIED``) in an internal call, reads its reply and writes the round's checks as one
+assistant message (the claims it checks as its text) with a tool call per distinct
+check, which the ``after_model`` hooks see (so approval middleware works unchanged);
+``call_tool`` is the shared tool step, each call sent on its own as in ReAct; ``revise``
+reads each claim's observation from the ``ToolMessage`` answering its call and rewrites
+the draft.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from loopgraphs.nodes.errors import failed_calls, is_form_rejection
 from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import guides, tool_for, words_of
 from loopgraphs.nodes.history import conversation
+from loopgraphs.nodes.model_call import JSON_TURN
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.critic import (
@@ -155,6 +157,23 @@ def _results(claims: Sequence[CheckedClaim], fence: str, limit: int) -> str:
             f"   Result:\n{observation}"
         )
     return "\n".join(lines)
+
+
+def checks_text(pending: Sequence[PendingClaim]) -> str:
+    """A round's checks as a chat shows them: each claim with its check (the tool and
+    its input: an only argument's value, else ``name=value`` pairs), one a line."""
+
+    def shown(args: Mapping[str, Any]) -> str:
+        if len(args) == 1:
+            return _input_text(next(iter(args.values())))
+        return ", ".join(f"{name}={_input_text(value)}" for name, value in args.items())
+
+    return "\n".join(
+        prompts.CRITIQUE_CHECK_LINE.format(
+            claim=item["claim"], tool=item["tool"], tool_input=shown(item["args"])
+        )
+        for item in pending
+    )
 
 
 def _critique_of(data: Mapping[str, Any] | None, text: str) -> Critique:
@@ -354,6 +373,7 @@ def build_critic(
                     with_system=True,
                     levels=levels,
                     max_calls=1,
+                    purpose="critique",
                 )
             except Exception as exc:
                 if not (is_form_rejection(exc) and steps_down(run.tool_mode, mode)):
@@ -369,15 +389,18 @@ def build_critic(
                         text = json.dumps(args, default=str)
                     value = result.value
                     data = value.model_dump() if isinstance(value, BaseModel) else value
-                    written = checks(state, run, _critique_of(data, text), text)
+                    written = checks(state, run, _critique_of(data, text))
                     return {**result.state_update(), **round_update, **written}
         form = RequestForm(_text_critique_text, tools="prompt")
         asked = [*conversation(state, run), request]
-        reply, update = yield from call_model(ask.call(asked, form, tools=run.tools.tools))
+        tools = run.tools.tools
+        reply, update = yield from call_model(
+            ask.call(asked, form, tools=tools, purpose="critique")
+        )
         if require and not parse_critique(content_text(reply.content)).claims:
             again = HumanMessage(prompts.CRITIQUE_REQUIRED_AGAIN.format(tool=which))
             reply, second = yield from call_model(
-                ask.call([*asked, reply, again], form, tools=run.tools.tools)
+                ask.call([*asked, reply, again], form, tools=tools, purpose="critique")
             )
             update = spent_together(update, second)
         text = content_text(reply.content)
@@ -388,22 +411,22 @@ def build_critic(
             request_text = request_of(state)
             tool = tool_for(run.tools, request_text, choice or "required")
             data = {"claims": [{"claim": draft, "tool": tool, "tool_input": request_text}]}
-        written = checks(state, run, _critique_of(data, text), text)
+        written = checks(state, run, _critique_of(data, text))
         update["llm_calls"] += rejected
         return {**update, **round_update, **written}
 
-    def checks(state: CriticState, run: LoopSettings, found: Critique, text: str) -> CriticState:
+    def checks(state: CriticState, run: LoopSettings, found: Critique) -> CriticState:
         """What a critique writes: the end of the run when it accepts the draft (or names
         no claim, or no steps are left for a check), else the round's checks as one
-        assistant message with the critique as its text, and the claims waiting for
-        them."""
+        assistant message (the claims it checks as its text, see ``checks_text``), and
+        the claims waiting for them."""
         draft = state.get("draft", "")
         if found.verified or not found.claims:
             return {"status": "completed", "answer": draft, "verified": found.verified}
         if not steps_left(state, check_steps(run)):
             return {"status": "max_iterations", "answer": draft, "verified": False}
         calls, pending = _round_checks(run.tools, found.claims, state.get("round", 0) + 1)
-        message = AIMessage(content=text, tool_calls=calls, name=run.agent_name)
+        message = AIMessage(checks_text(pending), tool_calls=calls, name=run.agent_name)
         return {"messages": [message], "pending": pending, "verified": False}
 
     def route_critique(state: CriticState, runtime: LoopRuntime) -> str | list[Send]:
@@ -427,14 +450,15 @@ def build_critic(
         system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
         earlier = state.get("draft", "")
         request = HumanMessage(prompts.REVISE_REQUEST.format(draft=earlier, results=results))
-        form, offered = RequestForm(system), []
-        if guided:
+        form, offered, purpose = RequestForm(system), [], None
+        if guided:  # a JSON revision: the chat shows the draft read from it
             schema = revision_schema(request_of(state), earlier, checked)
             form = RequestForm(system, tools="schema", schema=lambda tools, require: schema)
-            offered = run.tools.tools
+            offered, purpose = run.tools.tools, JSON_TURN
         ask = step.ask(state)
         history = [*conversation(state, run), request]
-        first, spent = yield from call_model(ask.call(history, form, tools=offered))
+        call = ask.call(history, form, tools=offered, purpose=purpose)
+        first, spent = yield from call_model(call)
         reply, shown, spent = yield from short_again(ask, history, form, first, spent)
         update: CriticState = {**spent, **claims}
         more = number < run.max_iterations and steps_left(state, round_steps(run))
@@ -495,8 +519,10 @@ def create_critic_graph(
     as a structured ``{"verified", "claims": [{"claim", "tool", "tool_input"}]}`` object
     (native and json modes, falling back to reading the text); a JSON list of claims is
     accepted in any mode. The critique step writes a round's checks as one ``AIMessage``
-    (the critique as its text) with a tool call per distinct check (claims naming the same
-    check share it), so ``after_model`` middleware sees them: approval
+    (the claims it checks as its text, one a line with its check: never the model's raw
+    critique, which ``claims`` and ``pending`` hold as records) with a tool call per
+    distinct check (claims naming the same check share it), so ``after_model``
+    middleware sees them: approval
     (``HumanInTheLoopMiddleware`` or ``interrupt_before_tools``) works as in ReAct, an
     edited call runs as edited and a rejected one is not run (the rejection is the
     claim's observation). The checks run concurrently through the same tool step as

@@ -20,7 +20,7 @@ from functools import cache
 from typing import TypeAlias
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
@@ -203,6 +203,15 @@ def results_text(results: Sequence[StepResult], limit: int | None = None) -> str
     return "\n\n".join(head + [block[:share] for block in blocks[dropped:]])
 
 
+def answer_id(messages: Sequence[AnyMessage]) -> str | None:
+    """The id of the reply a step's run answered with: its last message, when that is
+    an assistant message calling no tool (None otherwise)."""
+    last = messages[-1] if messages else None
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        return last.id
+    return None
+
+
 def step_failed(record: StepResult) -> bool:
     """Whether a step did not do its work: it did not complete, or gave no result."""
     return record["status"] != "completed" or not record["result"].strip()
@@ -311,6 +320,7 @@ def build_plan_execute(
             with_system=True,
             regex_fallback=plan_from_text,
             max_calls=PLANNER_CALLS,
+            purpose="plan",
         )
         steps = list(result.value.steps)[:max_steps] if result.value is not None else []
         steps = sized_plan(steps, request_of(state))
@@ -357,8 +367,10 @@ def build_plan_execute(
                 "answer": result or previous,
             }
         # The step's tool calls and results join the transcript (its prompt and its own
-        # answer stay out: the step's result message stands for them).
-        work = list(tool_work(out.get("messages") or []))
+        # answer stay out: the step's result message stands for them, under the id of
+        # that answer, which a chat streaming the step showed).
+        produced = out.get("messages") or []
+        work = list(tool_work(produced))
         if ended_by_hook(out):  # a middleware limit ended the step: the run ends here
             previous = next((r["result"] for r in reversed(done) if r["result"]), "")
             return {
@@ -368,7 +380,7 @@ def build_plan_execute(
             }
         if result:  # a step that gave nothing (stopped before the model answered) says nothing
             text = f"Step {index + 1}: {steps[index]}\nResult: {result}"
-            work.append(AIMessage(text, name=settings.agent_name))
+            work.append(AIMessage(text, name=settings.agent_name, id=answer_id(produced)))
         return {**update, "answer": result, "messages": work}
 
     def revise(state: PlanExecuteState, step: Step) -> LogicOf[PlanExecuteState]:
@@ -396,6 +408,7 @@ def build_plan_execute(
             with_system=True,
             regex_fallback=update_from_text,
             max_calls=REPLAN_CALLS,
+            purpose="replan",
         )
         if result.value is None:
             return {**result.state_update()}

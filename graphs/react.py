@@ -97,7 +97,9 @@ def build_react(
             limit=TOOL_SELECTION_MAX, catalog=run.tools.catalog(), request=request_of(state)
         )
         asked = [*earlier_turns(state, run), HumanMessage(prompt)]
-        result = yield from structured_call(step.ask(state), asked, choice, max_calls=2)
+        result = yield from structured_call(
+            step.ask(state), asked, choice, max_calls=2, purpose="tool_selection"
+        )
         chosen = list(dict.fromkeys(getattr(result.value, "tools", []) or []))
         return {**result.state_update(), "scratch": {"selected_tools": chosen[:TOOL_SELECTION_MAX]}}
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
+from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relayed
 from loopgraphs.nodes.driver import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
@@ -36,12 +37,15 @@ class ReactCall(Call):
 
     The subgraph counts its supersteps on its own; a small ``recursion_limit`` meant for
     the outer graph would otherwise cut a step's ReAct loop short (or end it in a
-    recursion error), so the subgraph gets at least what ``max_iterations`` needs.
+    recursion error), so the subgraph gets at least what ``max_iterations`` needs. With
+    ``relay`` its chat turns stream as the calling node's (see
+    ``loopgraphs.nodes.chat_relay``).
     """
 
     max_iterations: int = 10
     context: object = None  # the run context for the subgraph; None: the caller's
     earlier: tuple[AnyMessage, ...] = ()  # the run's calls and results before this run
+    relay: bool = False
 
     def _config(self, config: RunnableConfig) -> RunnableConfig:
         needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
@@ -50,10 +54,16 @@ class ReactCall(Call):
         return {**config, "recursion_limit": limit, "configurable": configurable}
 
     def invoke(self, config: RunnableConfig) -> Any:
-        return self.runnable.invoke(self.input, self._config(config), context=self.context)
+        inner = self._config(config)
+        if self.relay:
+            inner = relayed(inner, ChatRelay(config))
+        return self.runnable.invoke(self.input, inner, context=self.context)
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
-        return await self.runnable.ainvoke(self.input, self._config(config), context=self.context)
+        inner = self._config(config)
+        if self.relay:
+            inner = relayed(inner, AsyncChatRelay(config))
+        return await self.runnable.ainvoke(self.input, inner, context=self.context)
 
 
 class ReactSubgraph:
@@ -105,6 +115,8 @@ class ReactSubgraph:
         state: Mapping[str, Any],
         messages: Sequence[AnyMessage],
         max_iterations: int | None = None,
+        *,
+        relay: bool = False,
     ) -> Generator[Call, Any, tuple[InnerReActOutput, InnerReActOutput]]:
         """Run ReAct on ``messages`` with the run's iteration budget.
 
@@ -115,6 +127,8 @@ class ReactSubgraph:
             messages: ReAct's input conversation.
             max_iterations: A smaller budget for this run, which ``iterations`` says
                 whether it gets; None: the run's own.
+            relay: Stream the run's chat turns as the calling step's (``stream_mode=
+                "messages"`` then shows them without ``subgraphs=True``).
 
         Returns:
             ReAct's output, and the calling loop's update for it: the model calls, retries
@@ -131,7 +145,9 @@ class ReactSubgraph:
         given = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
         start = scratch_of(state).get("transcript_start") or 0
         earlier = (*earlier_calls(get_config()), *tool_work((state.get("messages") or [])[start:]))
-        inner = ReactCall(self.graph, {"messages": given, **carried}, budget, context, earlier)
+        inner = ReactCall(
+            self.graph, {"messages": given, **carried}, budget, context, earlier, relay
+        )
         try:
             out = yield inner
         except ParentCommand as handoff:

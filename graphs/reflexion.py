@@ -158,6 +158,7 @@ def evaluate_answer(
         instructions=prompts.EVALUATE_SYSTEM,
         regex_fallback=parse_verdict,
         max_calls=max_calls,
+        purpose="evaluation",
     )
     return result.value, result
 
@@ -192,8 +193,9 @@ def reflect_on(
             feedback=feedback.strip() or "none given",
         )
     )
+    form = RequestForm(prompts.REFLECT_SYSTEM)
     call = caller_for(model).call(
-        [*history, request], RequestForm(prompts.REFLECT_SYSTEM), with_system=False
+        [*history, request], form, with_system=False, purpose="reflection"
     )
     reply, update = yield from call_model(call)
     text = normalise_reflection(content_text(reply.content))
@@ -299,7 +301,8 @@ def build_reflexion(
     def generate(state: ReflexionState, step: Step) -> LogicOf[ReflexionState]:
         conversation = conversation_of(state)
         episode_input = with_reflections(conversation, state.get("reflections") or [])
-        out, spent = yield from react.run(step, state, episode_input)
+        # The episode's turns are the chat's replies: they stream as this step's.
+        out, spent = yield from react.run(step, state, episode_input, relay=True)
         answers = list(state.get("episode_answers") or [])
         status = out.get("status") or "error"
         carried, start = episode_update(conversation, episode_input, out.get("messages") or [])

@@ -37,6 +37,7 @@ from loopgraphs.graphs.assembly import add_review, add_tool_turn, compiled_loop
 from loopgraphs.graphs.self_ask_guided import (
     GUIDED_MAX_CHARS,
     FollowUp,
+    as_shown,
     asked_before,
     copies_example,
     fact_of,
@@ -67,7 +68,7 @@ from loopgraphs.nodes.generate import (
 )
 from loopgraphs.nodes.grounding import tool_for
 from loopgraphs.nodes.history import bounded_thread, earlier_turns
-from loopgraphs.nodes.model_call import ModelCall
+from loopgraphs.nodes.model_call import JSON_TURN, ModelCall
 from loopgraphs.nodes.model_send import RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
@@ -347,12 +348,15 @@ class GuidedTurns:
         ask = node_caller(run, state, runtime)
         answered = any(f.get("tool") for f in state.get("follow_ups", []))
         require = None if final or answered else choice
+        purpose = JSON_TURN if mode == "json" else None
         rejected = 0
         if mode == "json" and capabilities(run.chat_model).structured_output is not False:
             follow_ups = state.get("follow_ups", [])
             grounded = grounding(request_of(state), follow_ups, final=final)
             form = guided_form(mode, tool, final=final, grounded=grounded)
-            call = ask.call(messages, form, tools=run.tools.tools, tool_choice=require)
+            call = ask.call(
+                messages, form, tools=run.tools.tools, tool_choice=require, purpose=purpose
+            )
             try:
                 return (yield from call_model(call))
             except Exception as exc:
@@ -360,8 +364,9 @@ class GuidedTurns:
                     raise
                 rejected = failed_calls(exc)
         form = guided_form(mode, tool, final=final, grounded=None)
+        call = ask.call(messages, form, tools=run.tools.tools, purpose=purpose)
         try:
-            reply, update = yield from call_model(ask.call(messages, form, tools=run.tools.tools))
+            reply, update = yield from call_model(call)
         except Exception as exc:
             mark_sent(exc, failed_calls(exc) + rejected)
             raise
@@ -400,7 +405,10 @@ class GuidedTurns:
             request = request_of(state)
             read = read_request(mode, question, result, fence, request, follow_ups[:-1])
             call = node_caller(run, state, runtime).call(
-                read.messages, read.form, tools=run.tools.tools
+                read.messages,
+                read.form,
+                tools=run.tools.tools,
+                purpose=JSON_TURN if mode == "json" else None,
             )
             reply, spent = yield from call_model(call)
             said = read_of(reply)
@@ -494,6 +502,7 @@ class GuidedTurns:
         last = shown[-1]
         if isinstance(last, AIMessage):
             shown = [*shown[:-1], answer_message(last, answer)]
+        shown = [as_shown(state.get("tool_mode") or "text", message) for message in shown]
         return {
             **_counts(update),
             "messages": shown,
@@ -671,7 +680,8 @@ def build_self_ask(
         if scratch_of(state).get("tool_ended"):  # a tool ended the run
             return {**done, "status": "completed"}
         view: SelfAskState = {**state, **done}  # as the settled follow-ups leave it
-        if guided(run, state.get("tool_mode") or "none"):
+        mode = state.get("tool_mode") or "none"
+        if guided(run, mode):
             update = yield from guided_turns.generate(view, step.runtime)
             read = guided_turns.parse
         else:
@@ -694,6 +704,8 @@ def build_self_ask(
         assert isinstance(reply, AIMessage)  # the model's reply to the turn
         parsed = read(after_turn, run, reply)
         shown = [*replies[:-1], *parsed.pop("messages", replies[-1:])]
+        if guided(run, mode):
+            shown = [as_shown(mode, message) for message in shown]
         extra = parsed.pop("scratch", {})
         return {
             **done,

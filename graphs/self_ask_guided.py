@@ -6,7 +6,9 @@ intermediate answers); each tool result is read, for its intermediate answer, in
 of its own. In json mode every reply is decoded under a schema whose strings are
 grounded (see ``loopgraphs.nodes.grounding``): a follow-up is written from the words of
 the question and of the answers read so far, an intermediate answer from the words of
-the tool result, and the final answer from the words of the intermediate answers. In
+the tool result, and the final answer from the words of the intermediate answers; such a
+reply is an internal call (its JSON never streams) and is kept as a chat shows it, in the
+grammar's words (``as_shown``). In
 every mode the follow-up after the first answer asks the fact the question still needs
 of that answer (``next_follow_up``), and a read names a fact of the result's closest
 sentences (``fact_of``), so that a question phrased as users ask it ("What is the
@@ -25,6 +27,7 @@ from pydantic.json_schema import JsonDict, JsonValue
 from typing_extensions import TypedDict
 
 from loopgraphs import prompts
+from loopgraphs.nodes.generate import shown_as
 from loopgraphs.nodes.grounding import (
     QUESTION_WORDS,
     WORD_RE,
@@ -35,8 +38,9 @@ from loopgraphs.nodes.grounding import (
     takes_one_input,
     words_of,
 )
-from loopgraphs.nodes.model_send import RequestForm, ToolsForm
+from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, ToolsForm
 from loopgraphs.nodes.model_turn import coerce_args
+from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.self_ask import (
     builds_on,
     facts_read,
@@ -307,6 +311,27 @@ def read_request(
         schema=lambda tools, require: answer_schema("self_ask_read", "answer", words),
     )
     return Read(messages, form, facts)
+
+
+def as_shown(mode: str, message: AnyMessage) -> AnyMessage:
+    """A guided json reply as a chat shows it: in the grammar's words (``Follow up:``,
+    ``So the final answer is:``, or the intermediate answer of a read), the JSON the model
+    wrote kept under ``RAW_REPLY`` (see ``shown_as``); any other message as it is."""
+    if mode != "json" or not isinstance(message, AIMessage):
+        return message
+    if RAW_REPLY in message.additional_kwargs:
+        return message
+    data = extract_json(content_text(message.content))
+    if not isinstance(data, dict):
+        return message
+    if data.get("final_answer"):
+        return shown_as(message, final_reply("text", str(data["final_answer"])))
+    if data.get("follow_up"):
+        text = prompts.SELF_ASK_FOLLOW_UP_LINE.format(question=data["follow_up"])
+        return shown_as(message, text)
+    if data.get("answer"):
+        return shown_as(message, str(data["answer"]))
+    return message
 
 
 def read_of(reply: AIMessage) -> str:

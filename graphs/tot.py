@@ -32,7 +32,7 @@ from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import call_model
+from loopgraphs.nodes.generate import answer_message, call_model
 from loopgraphs.nodes.history import earlier_turns
 from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import RequestForm
@@ -227,7 +227,9 @@ def build_tot(
             text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
             capped = proposal_settings(n_branches) if small else None
             reply, update = yield from call_model(
-                ask.call([*history, HumanMessage(text)], form, model_settings=capped)
+                ask.call(
+                    [*history, HumanMessage(text)], form, model_settings=capped, purpose="proposal"
+                )
             )
             thoughts = parse_thoughts(content_text(reply.content), n_branches)
             cut = cut_short(reply)
@@ -240,7 +242,12 @@ def build_tot(
             ]
             capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]} if small else None
             outcomes = yield from in_parallel(
-                [call_model(ask.call([*history, r], form, model_settings=capped)) for r in requests]
+                [
+                    call_model(
+                        ask.call([*history, r], form, model_settings=capped, purpose="proposal")
+                    )
+                    for r in requests
+                ]
             )
             answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
             if not answered:
@@ -338,7 +345,8 @@ def build_tot(
             **update,
             "answer": answer,
             "status": status,
-            "messages": [AIMessage(answer, name=settings.agent_name)] if answer else [],
+            # The streamed reply, kept under its id with the answer as its text.
+            "messages": [answer_message(reply, answer)],
             "best_path": path,
             "problem": request_of(state),
         }

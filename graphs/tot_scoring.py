@@ -138,6 +138,7 @@ def score_one(
         with_system=True,
         regex_fallback=parse_score,
         max_calls=max_calls,
+        purpose="score",
     )
     _check_answered(result)
     value = result.value
@@ -186,6 +187,7 @@ def score_all(
         with_system=True,
         regex_fallback=lambda reply: parse_scores(reply, count),
         max_calls=max_calls,
+        purpose="score",
     )
     _check_answered(result)
     if result.value is not None:

@@ -329,6 +329,7 @@ def _with_structured_response(loop: LoopBuilder, settings: LoopSettings, name: s
             settings.response_format,
             instructions=prompts.RESPOND_SYSTEM,
             max_calls=3,
+            purpose="structured_response",
         )
         update = {**result.state_update(), "structured_response": result.value}
         if result.value is None:

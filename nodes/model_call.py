@@ -7,6 +7,16 @@ tools reach the model; see ``loopgraphs.nodes.model_send``). The request goes th
 run's ``wrap_model_call`` chain (LangChain middleware, the first one outermost; empty
 without middleware), and the innermost handler sends it.
 
+A call is a chat turn (its reply is kept in the thread under its own message id, so
+LangGraph's ``stream_mode="messages"`` streams it as the chat's reply) or, when it names a
+``purpose``, internal: a plan, a verdict, a score, a structured-output level, a json-mode
+turn whose raw reply is JSON. The handler sends an internal call with LangGraph's
+``nostream`` tag (``messages`` mode skips it), the tag ``loopgraphs:internal`` and its
+purpose in the run's metadata (``{"loopgraphs_call": purpose}``), so that
+``astream_events`` and tracing find it. Inside an inner run whose chat turns are relayed
+(Reflexion's episodes, see ``loopgraphs.nodes.chat_relay``) a chat turn is sent with
+``nostream`` and the relay.
+
 The handler counts each request it sends and its tokens; a middleware that answers
 without calling it sends none, one that retries sends several. ``ModelCall`` returns an
 ``Outcome`` with the response, the requests sent and their usage, and the ``Command``s
@@ -28,17 +38,27 @@ from langchain_core.exceptions import ModelRefusalError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
+from loopgraphs.nodes.chat_relay import relay_of
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text, refusal_of
 from loopgraphs.state import LoopRuntime, ModelSpend, Usage, add_usage, empty_usage, usage_of
 
 PASS_ASYNC_CONFIG = sys.version_info < (3, 11)
+INTERNAL_TAG = "loopgraphs:internal"
+"""Tag of every internal model call (with LangGraph's ``nostream``)."""
+CALL_METADATA = "loopgraphs_call"
+"""Key in an internal call's run metadata naming its purpose."""
+JSON_TURN = "json_turn"
+"""Purpose of a turn whose reply is schema-constrained JSON: the node stores it as the chat
+shows it (its thought, its answer), and ``messages`` mode emits that message whole."""
 
 
 @dataclass
@@ -176,13 +196,31 @@ class ModelCall:
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
     name: str | None = None
+    purpose: str | None = None
+
+    def sent_with(self, config: RunnableConfig) -> RunnableConfig | None:
+        """The config the request is sent with, merged with the node's ``config``: an
+        internal call's tags and metadata, or a relayed chat turn's; None for any other
+        chat turn, which runs in the node's config as it is."""
+        if self.purpose is not None:
+            marks: RunnableConfig = {
+                "tags": [TAG_NOSTREAM, INTERNAL_TAG],
+                "metadata": {CALL_METADATA: self.purpose},
+            }
+            return merge_configs(config, marks)
+        relay = relay_of(config)
+        if relay is None:
+            return None
+        return merge_configs(config, {"tags": [TAG_NOSTREAM], "callbacks": [relay]})
 
     def invoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
+        sent = self.sent_with(config)
 
         def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            return spent.response(read, *attempt(runnable.invoke, prompt), self.name)
+            output, error = attempt(lambda given: runnable.invoke(given, sent), prompt)
+            return spent.response(read, output, error, self.name)
 
         with spent:
             if self.chain is None:
@@ -191,7 +229,7 @@ class ModelCall:
 
     async def ainvoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
-        passed = config if PASS_ASYNC_CONFIG else None
+        passed = self.sent_with(config) or (config if PASS_ASYNC_CONFIG else None)
 
         async def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
@@ -278,6 +316,7 @@ class ModelCaller:
         response_format: ResponseFormat[Any] | None = None,
         with_system: bool = True,
         model_settings: Mapping[str, object] | None = None,
+        purpose: str | None = None,
     ) -> ModelCall:
         """A call of the model with ``messages``, sent the way ``form`` says.
 
@@ -292,6 +331,9 @@ class ModelCaller:
             with_system: Whether the caller's system message goes first.
             model_settings: Keyword arguments bound to the model for this call (for
                 example ``max_tokens``).
+            purpose: What an internal call is for (``"plan"``, ``"evaluation"``,
+                ``JSON_TURN``, ...): its reply is not the chat's, so it does not stream
+                as a message (see the module's docstring). None: a chat turn.
         """
         request: LoopRequest = ModelRequest(
             model=self.model,
@@ -305,7 +347,7 @@ class ModelCaller:
             runtime=self.runtime,
         )
         known = self.known_tools if tools else None
-        return ModelCall(request, form, self.chain, known, self.name)
+        return ModelCall(request, form, self.chain, known, self.name, purpose)
 
 
 def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:
@@ -322,6 +364,9 @@ def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage,
 __getattr__ = renamed(__name__, {"Asker": "ModelCaller", "asking": "caller_for"})
 
 __all__ = [
+    "CALL_METADATA",
+    "INTERNAL_TAG",
+    "JSON_TURN",
     "ModelCall",
     "ModelCaller",
     "ModelChain",

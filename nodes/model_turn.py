@@ -25,7 +25,7 @@ from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes import model_call
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import node_caller, shown_as
-from loopgraphs.nodes.model_call import ModelCall, as_outcome
+from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, as_outcome
 from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.settings import LoopSettings
@@ -52,6 +52,8 @@ def model_turn(
     written thought (``writes_thoughts``) get json steps without one.
 
     Returns the state update: the reply (as sent), ``llm_calls``, ``usage``, ``tool_mode``.
+    A json-mode turn is an internal call (``JSON_TURN``): its JSON never streams, the
+    node stores the reply as the chat shows it.
     """
     model = settings.chat_model
     registry = run_registry(settings, state)
@@ -70,7 +72,9 @@ def model_turn(
         if mode == "native":
             tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require
-        return ask.call(history, form, tools=tools, tool_choice=choice)
+        # A json step is JSON: the chat shows it once stored (its thought, its answer).
+        purpose = JSON_TURN if mode == "json" else None
+        return ask.call(history, form, tools=tools, tool_choice=choice, purpose=purpose)
 
     def turn(outcome: model_call.Outcome, mode: str, rejected: int) -> ReActState:
         update = outcome.update

@@ -120,6 +120,7 @@ def structured_call(
     levels: list[Level] | None = None,
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     max_calls: int = 5,
+    purpose: str = "structured_output",
 ) -> Generator[ModelCall, object, StructuredResult]:
     """Ask the model for an object of ``schema``, degrading native → json → text.
 
@@ -144,6 +145,8 @@ def structured_call(
             the run's tool mode (the ``tool_mode`` of the state the caller carries) down.
         regex_fallback: Turns a free-text reply into a dict when no JSON is found.
         max_calls: Hard cap on model calls across all levels.
+        purpose: What the call is for, in the run's metadata: every level is an internal
+            call (see ``loopgraphs.nodes.model_call``), which a chat does not show.
 
     Yields:
         Model calls.
@@ -177,6 +180,7 @@ def structured_call(
                 tools=tools,
                 response_format=_strategy(level, schema),
                 with_system=with_system,
+                purpose=purpose,
             )
             try:
                 outcome = as_outcome((yield call))

@@ -11,6 +11,7 @@ from loopgraphs.prompts.cot import (
     COT_SYSTEM,
 )
 from loopgraphs.prompts.critic import (
+    CRITIQUE_CHECK_LINE,
     CRITIQUE_EVIDENCE,
     CRITIQUE_JSON_SYSTEM,
     CRITIQUE_REQUEST,
@@ -96,6 +97,7 @@ from loopgraphs.prompts.tot import (
 __all__ = [
     "CHAT_SYSTEM",
     "COT_SYSTEM",
+    "CRITIQUE_CHECK_LINE",
     "CRITIQUE_EVIDENCE",
     "CRITIQUE_JSON_SYSTEM",
     "CRITIQUE_REQUEST",

@@ -38,6 +38,9 @@ CRITIQUE_REQUIRED = """Draft answer to check:
 {draft}
 No claim has been checked yet: list at least one claim of the draft to verify with {tool}."""
 
+CRITIQUE_CHECK_LINE = "Checking: {claim} (with {tool}: {tool_input})"
+"""One line of the critique message a chat shows: a claim of the draft and its check."""
+
 CRITIQUE_REQUIRED_AGAIN = "List at least one claim of the draft to verify with {tool}."
 
 CRITIQUE_EVIDENCE = """

@@ -163,9 +163,15 @@ GROUPS = (
     ),
     Group(
         "model_seam",
-        ("nodes/model_call.py", "nodes/model_send.py", "nodes/middleware.py"),
+        (
+            "nodes/model_call.py",
+            "nodes/model_send.py",
+            "nodes/middleware.py",
+            "nodes/chat_relay.py",
+        ),
         (
             *MIDDLEWARE_TESTS,
+            "tests/behaviour/test_chat_stream.py",
             "tests/unit/nodes/test_model_seam.py",
             "tests/unit/nodes/test_model_call.py",
             "tests/unit/nodes/test_model_send.py",
