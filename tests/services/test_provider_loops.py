@@ -232,3 +232,41 @@ def test_every_tool_loop_steps_down_when_the_server_refuses_tools(served, loop, 
     assert out["status"] == "completed", out.get("error")
     assert out["tool_mode"] in ("json", "text")
     assert out["llm_calls"] == len(server.requests)
+
+
+def streamed_then_kept(graph: Any, subgraphs: bool) -> tuple[dict[str, str], list[Any]]:
+    """The text that streamed under each message id (``stream_mode="messages"``), and the
+    messages of the thread when the run ended."""
+    streamed: dict[str, str] = {}
+    final: dict[str, Any] = {}
+    for part in graph.stream(QUESTION, stream_mode=["messages", "values"], subgraphs=subgraphs):
+        mode, data = part[-2], part[-1]
+        if (mode == "values" and len(part) == 2) or (mode == "values" and not part[0]):
+            final = data
+        elif mode == "messages":
+            chunk, _ = data
+            if chunk.id:
+                streamed[chunk.id] = streamed.get(chunk.id, "") + str(chunk.text)
+    return streamed, list(final.get("messages") or [])
+
+
+@pytest.mark.parametrize("subgraphs", [False, True], ids=["plain", "subgraphs"])
+@pytest.mark.parametrize("kind", CLIENTS)
+@pytest.mark.parametrize("loop", LOOP_NAMES)
+def test_what_streams_on_a_real_client_is_what_the_thread_keeps(served, loop, kind, subgraphs):
+    server = served(responder=finisher, strict_schemas=True)
+    streamed, kept = streamed_then_kept(loop_on(loop, client(kind, server)), subgraphs)
+    assert streamed, "nothing streamed"
+    for text in streamed.values():
+        assert not text.lstrip().startswith("{"), text  # no raw JSON in the chat view
+    if kind != "responses":
+        assert set(streamed) <= {message.id for message in kept}
+        return
+    # ChatOpenAI on the Responses API streams a reply's text under LangChain's run id and
+    # names the reply after the provider's response (langchain-openai's chunking, the
+    # same under create_agent): each text that streamed holds a kept message's text (the
+    # loop may keep only the answer of a reply, as Self-Ask keeps "Paris." of "So the
+    # final answer is: Paris.").
+    kept_texts = [str(message.text) for message in kept if str(message.text)]
+    for text in filter(None, streamed.values()):
+        assert any(shown in text for shown in kept_texts), text
