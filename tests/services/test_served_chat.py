@@ -7,12 +7,16 @@ What a person chatting relies on:
 
 1. what streams is what the thread keeps: no bubble vanishes when the run ends, no bubble
    shows the model's raw JSON, and the thread's last AI message is the run's answer;
-2. the library never speaks as the user, also in runs that re-ask the model;
+2. the library never speaks as the user, also in runs whose first reply (cut at the token
+   cap, empty, not the JSON the schema asks for) the loop asks the model again about;
 3. a follow-up turn remembers the earlier one;
 4. a tool call waiting for approval shows langchain's approval request, and the UI's
    approve or reject finishes the run;
-5. a second turn sent while a run is in flight (each multitask strategy), or a
-   cancelled run, leaves a thread the next turn completes on.
+5. a second turn sent while a run is in flight (each multitask strategy), a cancelled
+   run, or a new message over a pending approval leave a thread the next turn completes on.
+
+The chats of 1 to 4 are independent, so each group is sent at once (``all_at_once``) and
+its tests read the outcome of their own chat; those of 5 run one at a time.
 """
 
 from __future__ import annotations
@@ -407,8 +411,9 @@ def test_an_approval_pauses_and_the_uis_decision_finishes_the_run(reviews, loop,
 
 
 class Held:
-    """A model whose reply to one question waits until released, so that a run is
-    certainly in flight (waiting on the model) while the test acts."""
+    """A model that, asked ``question``, calls the calculator, then holds its next reply
+    until released: the run is certainly in flight, a tool call and its result behind it,
+    while the test acts."""
 
     def __init__(self, question: str) -> None:
         self.question = question
@@ -417,6 +422,8 @@ class Held:
 
     def __call__(self, request: Request) -> Turn:
         if request.last_user_text == self.question and not self.release.is_set():
+            if not any(role == "tool" for role, _ in request.messages):
+                return Turn(tool_calls=[Call("calculator", SUM)])
             self.waiting.set()
             self.release.wait(timeout=60)
         return finisher(request)

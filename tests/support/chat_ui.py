@@ -90,7 +90,7 @@ def placeholder_results(messages: Sequence[Mapping[str, Any]]) -> list[dict[str,
     """The UI's tool messages for AI tool calls not followed by a tool message."""
     results: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
-        calls = message.get("tool_calls") or [] if message.get("type") == "ai" else []
+        calls = (message.get("tool_calls") or []) if message.get("type") == "ai" else []
         following = messages[index + 1] if index + 1 < len(messages) else None
         if not calls or (following is not None and following.get("type") == "tool"):
             continue
