@@ -1,8 +1,12 @@
 """Pytest plugin: one ``langgraph dev`` server on loopback for the test session.
 
-The server serves the seven loops of the repository's ``langgraph.json``, caps the model
-replies of its runs at ``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process
-group) when the session ends. Register it from the root test conftest with
+The server serves ``TEST_CONFIG``: the seven loops of the repository's ``langgraph.json``,
+unchanged, and the test graphs of ``tests/support/served_graphs.py`` (each tool loop
+pausing for approval before tool calls). ``langgraph dev`` resolves the config's graph
+paths and dependencies against its working directory, the repository root, not against
+the config file's folder. The server caps the model replies of its runs at
+``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process group) when the session
+ends. Register it from the root test conftest with
 ``pytest_plugins = ["tests.support.langgraph_server"]``.
 """
 
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+TEST_CONFIG = Path(__file__).with_name("langgraph.test.json")
 DEV_MAX_TOKENS = 48
 READY_TIMEOUT = 120.0
 
@@ -64,6 +69,8 @@ def langgraph_dev_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         [
             str(cli),
             "dev",
+            "--config",
+            str(TEST_CONFIG.relative_to(ROOT)),
             "--no-browser",
             "--no-reload",
             "--host",
