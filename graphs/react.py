@@ -150,6 +150,9 @@ def build_react(
             return {**update, "tool_mode": "text"}
         if cut_short(reading.message):
             return {**update, **unread_reply(state, run, reading.message, iterations)}
+        if not reading.answer:  # a reply in no grammar that says nothing either
+            unread = unread_reply(state, run, reading.message, iterations, prompts.NO_ANSWER)
+            return {**update, **unread}
         update["messages"] = [answer_message(reading.message, reading.answer)]
         return {**update, "status": "completed", "answer": reading.answer}
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
-from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relayed
+from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relaying
 from loopgraphs.nodes.driver import Call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
@@ -55,15 +55,17 @@ class ReactCall(Call):
 
     def invoke(self, config: RunnableConfig) -> Any:
         inner = self._config(config)
-        if self.relay:
-            inner = relayed(inner, ChatRelay(config))
-        return self.runnable.invoke(self.input, inner, context=self.context)
+        if not self.relay:
+            return self.runnable.invoke(self.input, inner, context=self.context)
+        with relaying(ChatRelay(config)):
+            return self.runnable.invoke(self.input, inner, context=self.context)
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
         inner = self._config(config)
-        if self.relay:
-            inner = relayed(inner, AsyncChatRelay(config))
-        return await self.runnable.ainvoke(self.input, inner, context=self.context)
+        if not self.relay:
+            return await self.runnable.ainvoke(self.input, inner, context=self.context)
+        with relaying(AsyncChatRelay(config)):
+            return await self.runnable.ainvoke(self.input, inner, context=self.context)
 
 
 class ReactSubgraph:

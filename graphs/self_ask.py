@@ -587,10 +587,13 @@ class PlainTurns:
         if require and not asks and not native_calls and self.can_continue(state, run):
             return {**update, "scratch": {"reask": prompts.SELF_ASK_REQUIRE_FOLLOW_UP}}
         answers = turn.kind == "final" or (turn.kind == "none" and not native_calls)
-        if answers and cut_short(reply):
-            # A reply cut at the token cap is not an answer: ask once for a short one.
+        said_nothing = not text.strip() and not native_calls
+        if answers and (cut_short(reply) or said_nothing):
+            # A reply cut at the token cap, or one that says nothing, is not an answer:
+            # ask once more, for a short one or for the answer itself.
             if not scratch_of(state).get("shortened") and self.can_continue(state, run):
-                return {**update, "scratch": {"shortened": True, "reask": prompts.SHORT_ANSWER}}
+                again = prompts.NO_ANSWER if said_nothing else prompts.SHORT_ANSWER
+                return {**update, "scratch": {"shortened": True, "reask": again}}
             if steps_left(state, self.steps.answer):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])

@@ -11,12 +11,16 @@ of LangGraph's newer streaming (``on_stream_event``). LangGraph streams that run
 node's; it is tagged ``langsmith:hidden`` so that a trace shows the turn once, as the
 inner run's.
 
-The inner run finds its relay in its config (``relay_of``); the model-call path attaches
-it to each chat turn (see ``loopgraphs.nodes.model_call``).
+The inner run finds its relay in a context variable set around it (``relaying``,
+``current_relay``); the model-call path attaches it to each chat turn (see
+``loopgraphs.nodes.model_call``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -38,9 +42,6 @@ from langgraph.constants import TAG_HIDDEN
 
 if TYPE_CHECKING:
     from langchain_protocol.protocol import MessagesData
-
-CHAT_RELAY = "loopgraphs_chat_relay"
-"""Key in ``configurable`` of an inner run whose chat turns are relayed."""
 
 
 def _hidden(config: RunnableConfig) -> RunnableConfig:
@@ -144,16 +145,24 @@ _OWN_KEYS = frozenset({"parent_run_id", "tags", "metadata"})
 Relay = ChatRelay | AsyncChatRelay
 
 
-def relayed(config: RunnableConfig, relay: Relay) -> RunnableConfig:
-    """``config`` for an inner run whose chat turns ``relay`` carries."""
-    configurable = {**(config.get("configurable") or {}), CHAT_RELAY: relay}
-    return {**config, "configurable": configurable}
+_current: ContextVar[Relay | None] = ContextVar("loopgraphs_chat_relay", default=None)
 
 
-def relay_of(config: RunnableConfig) -> Relay | None:
-    """The relay of the inner run ``config`` belongs to (None outside such a run)."""
-    found = (config.get("configurable") or {}).get(CHAT_RELAY)
-    return found if isinstance(found, (ChatRelay, AsyncChatRelay)) else None
+@contextmanager
+def relaying(relay: Relay) -> Iterator[None]:
+    """Within the block (and the tasks it starts: an inner run invoked there), the chat
+    turns are ``relay``'s. Held in a context variable, not in the run's config: a config
+    may be copied and stored with the run's checkpoints, which a relay cannot be."""
+    token = _current.set(relay)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
-__all__ = ["CHAT_RELAY", "AsyncChatRelay", "ChatRelay", "relay_of", "relayed"]
+def current_relay() -> Relay | None:
+    """The relay of the inner run a chat turn is made in (None outside such a run)."""
+    return _current.get()
+
+
+__all__ = ["AsyncChatRelay", "ChatRelay", "current_relay", "relaying"]

@@ -99,8 +99,9 @@ def short_again(
     reply: AIMessage,
     spent: ModelSpend,
 ) -> Generator[ModelCall, Any, tuple[AIMessage, list[AnyMessage], ModelSpend]]:
-    """Ask once more, for a short answer, when ``reply`` (to ``history``) was cut at the
-    token cap (see ``cut_short``).
+    """Ask once more when ``reply`` (to ``history``) is no answer: for a short one when it
+    was cut at the token cap (see ``cut_short``), for the answer itself when it said
+    nothing (no text and no tool call).
 
     Args:
         ask: The node's ``ModelCaller``.
@@ -110,15 +111,19 @@ def short_again(
         spent: The ``llm_calls``/``usage`` update of the first request.
 
     Yields:
-        One model call when ``reply`` was cut, none otherwise.
+        One model call when ``reply`` was cut or empty, none otherwise.
 
     Returns:
-        The reply to read (the new one, itself possibly cut), the messages for the
+        The reply to read (the new one, itself possibly no answer), the messages for the
         transcript (``reply``, and the new reply when one was made: the request for it is
         not kept) and the ``llm_calls``/``usage`` update of all the calls.
     """
-    if not cut_short(reply):
+    if cut_short(reply):
+        again_asked = prompts.SHORT_ANSWER
+    elif not content_text(reply.content).strip() and not reply.tool_calls:
+        again_asked = prompts.NO_ANSWER
+    else:
         return reply, [reply], spent.copy()
-    request = reasked([*history, reply], prompts.SHORT_ANSWER)
+    request = reasked([*history, reply], again_asked)
     again, more = yield from call_model(ask.call(request, form))
     return again, [reply, again], spent_together(spent, more)

@@ -45,7 +45,7 @@ from langgraph.types import Command
 
 from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
-from loopgraphs.nodes.chat_relay import relay_of
+from loopgraphs.nodes.chat_relay import current_relay
 from loopgraphs.nodes.errors import mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text, refusal_of
@@ -208,7 +208,7 @@ class ModelCall:
                 "metadata": {CALL_METADATA: self.purpose},
             }
             return merge_configs(config, marks)
-        relay = relay_of(config)
+        relay = current_relay()
         if relay is None:
             return None
         return merge_configs(config, {"tags": [TAG_NOSTREAM], "callbacks": [relay]})

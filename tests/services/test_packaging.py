@@ -211,7 +211,7 @@ def test_a_type_checker_finds_the_installed_package(tmp_path: Path):
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Revealed type is \"def " in done.stdout and "(model: " in done.stdout
+    assert 'Revealed type is "def ' in done.stdout and "(model: " in done.stdout
 
 
 def test_the_readme_installs_the_way_make_does():

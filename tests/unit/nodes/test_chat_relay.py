@@ -13,7 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 from langgraph.constants import TAG_HIDDEN, TAG_NOSTREAM
 
-from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relay_of, relayed
+from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, current_relay, relaying
 from loopgraphs.nodes.model_call import CALL_METADATA, INTERNAL_TAG, ModelCaller
 from tests.support.fakes import ProviderError, ScriptedChatModel
 
@@ -94,18 +94,22 @@ def test_the_failure_reaches_the_node_as_the_relayed_runs_error(asynchronous):
     assert not relay.runs
 
 
-def test_a_model_call_finds_the_relay_of_its_inner_run():
+def test_a_model_call_finds_the_relay_of_its_inner_run_in_the_context():
+    """The relay lives in a context variable around the inner run, not in its config,
+    which a LangGraph server stores with the run's checkpoints (the served chat tests
+    run Reflexion there)."""
     relay = ChatRelay(NODE)
-    inner = relayed({"configurable": {"thread_id": "t"}}, relay)
-    assert relay_of(inner) is relay and inner["configurable"]["thread_id"] == "t"
-    assert relay_of({"configurable": {"thread_id": "t"}}) is None
-    assert relay_of({}) is None
+    assert current_relay() is None
+    with relaying(relay):
+        assert current_relay() is relay
+    assert current_relay() is None
 
 
 def test_a_chat_turn_of_an_inner_run_is_sent_with_nostream_and_the_relay():
     relay = ChatRelay(NODE)
     turn = ModelCaller(ScriptedChatModel(replies=[])).call([HumanMessage("Where?")])
-    sent = turn.sent_with(relayed(NODE, relay))
+    with relaying(relay):
+        sent = turn.sent_with(NODE)
     assert sent is not None and TAG_NOSTREAM in sent["tags"] and "node" in sent["tags"]
     assert relay in sent["callbacks"]
     assert turn.sent_with(NODE) is None  # a chat turn anywhere else runs as it is
@@ -114,7 +118,8 @@ def test_a_chat_turn_of_an_inner_run_is_sent_with_nostream_and_the_relay():
 def test_an_internal_call_is_tagged_with_its_purpose_and_not_relayed():
     relay = ChatRelay(NODE)
     call = ModelCaller(ScriptedChatModel(replies=[])).call([HumanMessage("Where?")], purpose="plan")
-    sent = call.sent_with(relayed(NODE, relay))
+    with relaying(relay):
+        sent = call.sent_with(NODE)
     assert sent is not None
     assert {TAG_NOSTREAM, INTERNAL_TAG, "node"} <= set(sent["tags"])
     assert sent["metadata"] == {"langgraph_node": "generate", CALL_METADATA: "plan"}
