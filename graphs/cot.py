@@ -29,7 +29,7 @@ from loopgraphs.nodes.model_call import as_outcome, spent_on
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
-from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.routing import route, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
@@ -43,7 +43,7 @@ from loopgraphs.state import (
     scratch_of,
 )
 
-# Graph steps that must still follow prepare (see ``steps_left``).
+# Graph steps that must still follow prepare (see ``RunBudget.allows``).
 SAMPLE_STEPS = 2  # generate, parse
 VOTE_STEPS = 3  # generate, parse, vote
 
@@ -112,7 +112,7 @@ def build_cot(
 
     def opening(state: CoTState, run: LoopSettings) -> CoTState:
         update: CoTState = {"samples": [], "answers": [], "votes": {}}
-        if not steps_left(state, needed):
+        if not run.budget.allows(state, steps=needed):
             update.update({"status": "max_iterations", "answer": ""})
         return update
 

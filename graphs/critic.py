@@ -51,7 +51,7 @@ from loopgraphs.nodes.parsing.critic import (
     parse_critique,
 )
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.routing import route, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
@@ -288,7 +288,7 @@ def build_critic(
     settings: LoopSettings, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled CRITIC graph for ``settings``."""
-    # Graph steps that must still follow a node (see ``steps_left``): each model step
+    # Graph steps that must still follow a node (see ``RunBudget.allows``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
     before = len(settings.middleware.with_hook("before_model"))
     after = len(settings.middleware.with_hook("after_model"))
@@ -310,7 +310,7 @@ def build_critic(
             "verified": False,
             "pending": [],
         }
-        if not steps_left(state, draft_steps):
+        if not run.budget.allows(state, steps=draft_steps):
             update.update({"status": "max_iterations", "answer": ""})
         return update
 
@@ -326,7 +326,7 @@ def build_critic(
         done: CriticState = {}
         if not run.tools or state.get("tool_mode") == "none":
             done = {"status": "completed"}
-        elif not steps_left(state, round_steps(run)):
+        elif not run.budget.allows(state, steps=round_steps(run)):
             done = {"status": "max_iterations"}
         shown = [*shown[:-1], answer_message(reply, draft)]
         return {**update, "messages": shown, "draft": draft, "answer": draft, **done}
@@ -423,7 +423,7 @@ def build_critic(
         draft = state.get("draft", "")
         if found.verified or not found.claims:
             return {"status": "completed", "answer": draft, "verified": found.verified}
-        if not steps_left(state, check_steps(run)):
+        if not run.budget.allows(state, steps=check_steps(run)):
             return {"status": "max_iterations", "answer": draft, "verified": False}
         calls, pending = _round_checks(run.tools, found.claims, state.get("round", 0) + 1)
         message = AIMessage(checks_text(pending), tool_calls=calls, name=run.agent_name)
@@ -461,7 +461,7 @@ def build_critic(
         first, spent = yield from call_model(call)
         reply, shown, spent = yield from short_again(ask, history, form, first, spent)
         update: CriticState = {**spent, **claims}
-        more = number < run.max_iterations and steps_left(state, round_steps(run))
+        more = number < run.max_iterations and run.budget.allows(state, steps=round_steps(run))
         if cut_short(reply):  # asked again and still cut: the earlier draft stands
             done: CriticState = {} if more else {"status": "max_iterations"}
             return {**update, "messages": shown, "answer": earlier, **done}

@@ -46,7 +46,7 @@ from loopgraphs.nodes.history import conversation, earlier_turns
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.plans import clean_steps, plan_from_text, sized_plan, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
-from loopgraphs.nodes.routing import route, steps_left
+from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import (
     LoopSettings,
@@ -76,7 +76,7 @@ REPLAN_CALLS = 2
 SYNTHESIS_CALLS = 2  # the answer, and once more for a short one when it was cut
 STEP_MIN_CALLS = 2  # one ReAct iteration and its forced final answer
 SELECTION_CALLS = 2  # ReAct's tool selection, above TOOL_SELECTION_THRESHOLD tools
-# Graph steps that must still follow a node (see ``steps_left``).
+# Graph steps that must still follow a node (see ``RunBudget.allows``).
 EXECUTE_STEPS = 2  # execute, then synthesize
 REVIEW_STEPS = 3  # review_plan, execute, synthesize
 RESULT_CHARS = 2000  # most of one step result a prompt shows
@@ -291,7 +291,7 @@ def build_plan_execute(
     def finished(state: PlanExecuteState, runtime: LoopRuntime) -> bool:
         return (
             plan_done(state)
-            or not steps_left(state, EXECUTE_STEPS)
+            or not settings.budget.allows(state, steps=EXECUTE_STEPS)
             or not step_iterations(state, runtime)
         )
 
@@ -447,7 +447,7 @@ def build_plan_execute(
         if not approve_plan:
             return "execute"
         # review, then at least one step and the synthesis must fit
-        return "review_plan" if steps_left(state, REVIEW_STEPS) else "synthesize"
+        return "review_plan" if settings.budget.allows(state, steps=REVIEW_STEPS) else "synthesize"
 
     def route_reviewed(state: PlanExecuteState) -> str:
         # No check of remaining_steps here: review_plan only runs with room for a step,

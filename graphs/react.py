@@ -38,12 +38,12 @@ from loopgraphs.nodes.parsing.text import (
     cut_short,
     final_answer_of,
 )
-from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.routing import route, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_flag
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.nodes.tool_loop import pending_step, tool_budget_spent
+from loopgraphs.nodes.tool_loop import pending_step
 from loopgraphs.nodes.tool_modes import example_answers, required_tool, run_registry
 from loopgraphs.nodes.tool_step import ToolStep, dispatch, pending_calls
 from loopgraphs.state import (
@@ -209,11 +209,9 @@ def build_react(
         return {**update, "answer": text, "messages": [answer_message(reply, text)]}
 
     def turns_spent(state: ReActState, run: LoopSettings) -> bool:
-        return (
-            scratch_of(state).get("iterations", 0) >= run.max_iterations
-            or not steps_left(state, STEPS_TO_FINISH)
-            or tool_budget_spent(run, state)
-        )
+        return scratch_of(state).get(
+            "iterations", 0
+        ) >= run.max_iterations or not run.budget.allows(state, steps=STEPS_TO_FINISH, tools=True)
 
     def needs_selection(state: ReActState, run: LoopSettings) -> bool:
         """Above 12 tools a run picks its tools first (before its first model turn)."""

@@ -40,7 +40,7 @@ from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
 from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.routing import route, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
@@ -62,7 +62,7 @@ EVALUATION_FAILED = "evaluation failed"
 NO_ATTEMPT = "the attempt gave no answer"
 FEEDBACK_CHARS = 300  # a few sentences; a schema-constrained decoder stops there
 MAX_ATTEMPT_CHARS = 8000  # of an answer shown to the evaluator and the reflection
-# Graph steps that must still follow evaluate for another episode (see ``steps_left``).
+# Graph steps that must still follow evaluate for another episode (see ``RunBudget.allows``).
 EPISODE_STEPS = 3  # reflect, generate, evaluate
 LESSONS_ID = ":lessons"  # suffix of the id of a user message given with the reflections
 
@@ -344,7 +344,9 @@ def build_reflexion(
         update["evaluations"] = [*(state.get("evaluations") or []), record]
         if record["satisfactory"]:
             update["status"] = "completed"
-        elif state.get("episode", 0) >= max_reflections or not steps_left(state, EPISODE_STEPS):
+        elif state.get("episode", 0) >= max_reflections or not step.run.budget.allows(
+            state, steps=EPISODE_STEPS
+        ):
             update["status"] = "max_iterations"
         return update
 

@@ -79,7 +79,7 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
 )
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
-from loopgraphs.nodes.routing import route, steps_left, while_running
+from loopgraphs.nodes.routing import route, while_running
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopSettings, ToolLoopOptions, ToolsArg, check_positive
 from loopgraphs.nodes.step import Step
@@ -302,7 +302,7 @@ def _best_effort(follow_ups: Sequence[FollowUp], messages: Sequence[AnyMessage])
 
 @dataclass(frozen=True)
 class TurnSteps:
-    """The graph steps that must still follow a Self-Ask turn (see ``steps_left``).
+    """The graph steps that must still follow a Self-Ask turn (see ``RunBudget.allows``).
 
     Attributes:
         answer: For the answer to come.
@@ -458,7 +458,7 @@ class GuidedTurns:
             rewritten, question = needed != question, needed
         question = question[:GUIDED_MAX_CHARS]
         if not question or (answered and asked_before(question, follow_ups)):
-            if steps_left(state, self.steps.answer):
+            if run.budget.allows(state, steps=self.steps.answer):
                 return {"finishing": "asked"}
             answer = guided_fallback(follow_ups, bool(state.get("unread")))
             return {"status": "max_iterations", "answer": answer}
@@ -466,7 +466,7 @@ class GuidedTurns:
         name = turn.tool if asks and turn.tool else default
         given = asks and turn.tool and turn.tool_input and not rewritten
         args = turn.tool_input if given else question
-        if steps_left(state, self.steps.tools(run)):
+        if run.budget.allows(state, steps=self.steps.tools(run)):
             call_id = _call_id()
             call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=call_id)
             return {
@@ -563,7 +563,7 @@ class PlainTurns:
         """Whether another turn fits: calls left in ``max_iterations`` and graph steps left
         for it and the answer."""
         made = scratch_of(state).get("iterations", 0)
-        return made < run.max_iterations and steps_left(state, self.steps.turn)
+        return made < run.max_iterations and run.budget.allows(state, steps=self.steps.turn)
 
     def parse(self, state: SelfAskState, run: LoopSettings, reply: AIMessage) -> SelfAskState:
         """Read a reply in the run's mode: the answer, a follow-up for the tools (the reply
@@ -594,7 +594,9 @@ class PlainTurns:
             if not scratch_of(state).get("shortened") and self.can_continue(state, run):
                 again = prompts.NO_ANSWER if said_nothing else prompts.SHORT_ANSWER
                 return {**update, "scratch": {"shortened": True, "reask": again}}
-            if steps_left(state, self.steps.answer):  # final_answer asks for it, as at the budget
+            if run.budget.allows(
+                state, steps=self.steps.answer
+            ):  # final_answer asks for it, as at the budget
                 return {**update, "finishing": "cut"}
             answer = _best_effort(follow_ups, state["messages"][:-1])
             return {**update, "status": "max_iterations", "answer": answer}
@@ -616,7 +618,7 @@ class PlainTurns:
             args = turn.tool_input if turn.kind == "tool" else turn.question
             calls = [ToolCall(name=name, args=coerce_args(run.tools, name, args), id=_call_id())]
             questions = [turn.question or _args_text(args)]
-        if calls and steps_left(state, self.steps.tools(run)):
+        if calls and run.budget.allows(state, steps=self.steps.tools(run)):
             pending = [
                 PendingFollowUp(id=call["id"] or "", name=call["name"], question=question)
                 for call, question in zip(calls, questions, strict=True)
@@ -630,7 +632,7 @@ class PlainTurns:
         if not calls and self.can_continue(state, run):
             prompt = prompts.SELF_ASK_CONTINUE_SOLO if asks else prompts.SELF_ASK_CONTINUE
             update["scratch"] = {"reask": prompt}
-        elif not steps_left(state, self.steps.answer):
+        elif not run.budget.allows(state, steps=self.steps.answer):
             answer = _best_effort(follow_ups, state["messages"])
             update.update({"status": "max_iterations", "answer": answer})
         return update
@@ -640,7 +642,7 @@ def build_self_ask(
     settings: LoopSettings, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Self-Ask graph for ``settings``."""
-    # Graph steps that must still follow a node (see ``steps_left``): each model step
+    # Graph steps that must still follow a node (see ``RunBudget.allows``): each model step
     # comes with the middleware's before_model and after_model hook nodes.
     after = len(settings.middleware.with_hook("after_model"))
     model_steps = len(settings.middleware.with_hook("before_model")) + 1 + after
@@ -662,7 +664,7 @@ def build_self_ask(
             "unread": False,
             "finishing": "",
         }
-        if not steps_left(state, model_steps):
+        if not run.budget.allows(state, steps=model_steps):
             update.update({"status": "max_iterations", "answer": ""})
         return update
 

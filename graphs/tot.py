@@ -38,7 +38,7 @@ from loopgraphs.nodes.hooks import LoopGraph
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
-from loopgraphs.nodes.routing import route, steps_left
+from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, check_positive
 from loopgraphs.nodes.step import Step
@@ -57,7 +57,7 @@ from loopgraphs.text import question_text
 
 SCORINGS = ("batched", "per_branch")
 GENERATIONS = ("propose", "sample")
-# Graph steps that must still follow a node (see ``steps_left``).
+# Graph steps that must still follow a node (see ``RunBudget.allows``).
 LEVEL_STEPS = 3  # expand, score_branches, then final_answer
 ANSWER_STEPS = 1  # final_answer
 # Reply cap per proposed thought on the embedded small model, which otherwise writes on
@@ -206,9 +206,9 @@ def build_tot(
         }
         if not update["problem"]:
             update.update(status="error", error="the last user message has no text")
-        elif not steps_left(state, LEVEL_STEPS):
+        elif not settings.budget.allows(state, steps=LEVEL_STEPS):
             update["stop_reason"] = "step_limit"
-            if not steps_left(state, ANSWER_STEPS):
+            if not settings.budget.allows(state, steps=ANSWER_STEPS):
                 update["status"] = "max_iterations"
         return update
 
@@ -320,7 +320,7 @@ def build_tot(
         }
         if depth >= max_depth:
             return {**result, "candidates": scored, "stop_reason": "max_depth"}
-        if not steps_left(state, LEVEL_STEPS):
+        if not settings.budget.allows(state, steps=LEVEL_STEPS):
             return {**result, "candidates": scored, "stop_reason": "step_limit"}
         # None empties the list (see ``extend_candidates``): an update the state's type
         # does not name.

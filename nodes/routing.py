@@ -13,7 +13,7 @@ Both lead through the middleware's hook nodes where there are some (see
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langgraph.graph import END
 from langgraph.types import Send
@@ -142,8 +142,3 @@ def while_running(target: str) -> Router:
         return target if state.get("status") == "running" else END
 
     return running
-
-
-def steps_left(state: Mapping[str, object], needed: int) -> bool:
-    """Whether LangGraph's remaining step budget still allows ``needed`` more steps."""
-    return int(cast("int", state.get("remaining_steps", needed + 1))) > needed

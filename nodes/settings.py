@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 
 from loopgraphs.context import ContextT
 from loopgraphs.models import load_model
+from loopgraphs.nodes.budget import RunBudget
 from loopgraphs.nodes.errors import default_retry_policy
 from loopgraphs.nodes.middleware import Middlewares, check_middleware
 from loopgraphs.nodes.model_call import ModelChain
@@ -168,6 +169,11 @@ class LoopSettings:
     def __post_init__(self) -> None:
         if self.model is None:
             note_modelless(self)
+
+    @property
+    def budget(self) -> RunBudget:
+        """The limits the run shares with every loop (see ``loopgraphs.nodes.budget``)."""
+        return RunBudget(max_tool_calls=self.max_tool_calls)
 
     @property
     def known_tools(self) -> frozenset[str] | None:

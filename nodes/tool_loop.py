@@ -14,17 +14,15 @@ from langchain_core.messages import (
     AnyMessage,
     ToolMessage,
 )
-from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.config import get_config
+from langchain_core.runnables import Runnable
 from langgraph.types import Send
 
 from loopgraphs.nodes.driver import node_callable
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.nodes.tool_guard import calls_since, earlier_calls
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
-from loopgraphs.state import CommonState, LoopRuntime, ReviewDecision, messages_of, scratch_of
+from loopgraphs.state import CommonState, LoopRuntime, ReviewDecision, messages_of
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:
@@ -47,25 +45,6 @@ def check_history(messages: Sequence[AnyMessage]) -> None:
             f"{', '.join(open_calls)}. Add a ToolMessage for each call (or remove the "
             "calls) before invoking, or resume the interrupted run with Command(resume=...)."
         )
-
-
-def tool_budget_spent(settings: LoopSettings, state: Mapping[str, object]) -> bool:
-    """Whether the run has made all the tool calls ``max_tool_calls`` allows (counting,
-    in an inner ReAct run, the calls the run made before it: see ``EARLIER_CALLS``)."""
-    if settings.max_tool_calls is None:
-        return False
-    start = scratch_of(state).get("transcript_start") or 0
-    made = sum(1 for _ in calls_since(messages_of(state), start))
-    made += sum(1 for _ in calls_since(earlier_calls(_running_config()), 0))
-    return made >= settings.max_tool_calls
-
-
-def _running_config() -> RunnableConfig | None:
-    """The config of the node or router running now (None outside a graph run)."""
-    try:
-        return get_config()
-    except RuntimeError:
-        return None
 
 
 def review_node(settings: LoopSettings) -> Runnable[Any, Any]:

@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from loopgraphs.nodes.driver import takes_runtime
-from loopgraphs.nodes.routing import route, run_over, steps_left, while_running
+from loopgraphs.nodes.routing import route, run_over, while_running
 
 
 class Trail(TypedDict, total=False):
@@ -81,9 +81,3 @@ def test_while_running_leads_on_only_while_the_run_is_running():
     assert router({"status": "running"}) == "b"
     assert router({"status": "completed"}) == END
     assert router({}) == END
-
-
-def test_steps_left_needs_more_than_the_steps_asked_for():
-    assert steps_left({"remaining_steps": 4}, 3)
-    assert not steps_left({"remaining_steps": 3}, 3)
-    assert steps_left({}, 3)  # outside a graph run: no limit
