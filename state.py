@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Generic, Literal, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeAlias, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -29,7 +29,6 @@ from langgraph.types import Command, Overwrite
 from typing_extensions import NotRequired, TypedDict
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from loopgraphs.deprecation import renamed
 from loopgraphs.internals import Channels, reduced, takes_last_write
 from loopgraphs.text import question_text
 
@@ -127,16 +126,6 @@ def add_count(left: int | None, right: int | None) -> int:
     if right is None:
         return 0
     return int(left or 0) + int(right)
-
-
-ItemT = TypeVar("ItemT")
-
-
-def extend_list(left: list[ItemT] | None, right: list[ItemT] | None) -> list[ItemT]:
-    """Reducer: add items to a list; a ``None`` update empties it (a run's first step)."""
-    if right is None:
-        return []
-    return [*(left or []), *right]
 
 
 class OutputState(RunOutput, total=False):
@@ -460,6 +449,3 @@ def _appended(
     if any(m.id is not None and m.id in have for m in plain):
         return None
     return [*(current or ()), *plain]
-
-
-__getattr__ = renamed(__name__, {"Scratch": "Bookkeeping"})

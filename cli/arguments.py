@@ -10,12 +10,11 @@ from typing import TypeAlias
 from langchain_core.language_models import BaseChatModel
 
 from loopgraphs.cli.errors import CliError
-from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, TOOL_LOOPS
 from loopgraphs.models import CACHE_ENV, load_model
 
 DESCRIPTION = "The ``loopgraphs`` command: run, list, draw, demo and evaluate the loops."
 DB_ENV = "LOOPGRAPHS_DB"
-TOOL_LOOPS = frozenset(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
 
 OptionValue: TypeAlias = bool | int | float | str
 """A loop option's value as the command line gives it."""

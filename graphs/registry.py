@@ -33,7 +33,6 @@ class LoopSpec:
         summary: One line saying when to use it.
         takes_tools: Whether the factory accepts ``tools`` (and ``tool_mode``).
         budget_option: The keyword that bounds the loop's main cycle.
-        budget_default: That keyword's default.
         studio_options: Options of the graph served to LangGraph Studio (sized for the
             small local model).
 
@@ -46,7 +45,6 @@ class LoopSpec:
     summary: str
     takes_tools: bool
     budget_option: str
-    budget_default: int
     studio_options: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -70,7 +68,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "no tools needed: arithmetic, logic, step-by-step reasoning; the cheapest (1 call)",
             takes_tools=False,
             budget_option="self_consistency",
-            budget_default=1,
         ),
         LoopSpec(
             "react",
@@ -78,7 +75,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "general assistant that uses tools, one decision at a time",
             takes_tools=True,
             budget_option="max_iterations",
-            budget_default=10,
         ),
         LoopSpec(
             "plan_execute",
@@ -86,7 +82,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "multi-step tasks with distinct sub-goals; an auditable plan first",
             takes_tools=True,
             budget_option="max_step_iterations",
-            budget_default=5,
             studio_options={"max_steps": 3},
         ),
         LoopSpec(
@@ -95,7 +90,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "correctness matters and a first attempt may fail: retry with self-critique",
             takes_tools=True,
             budget_option="max_iterations",
-            budget_default=10,
         ),
         LoopSpec(
             "self_ask",
@@ -103,7 +97,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "multi-hop questions answered by chaining simple look-ups",
             takes_tools=True,
             budget_option="max_follow_ups",
-            budget_default=5,
         ),
         LoopSpec(
             "critic",
@@ -111,7 +104,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "answers with checkable facts: draft, verify claims with tools, revise",
             takes_tools=True,
             budget_option="max_critique_rounds",
-            budget_default=2,
         ),
         LoopSpec(
             "tot",
@@ -119,7 +111,6 @@ LOOP_SPECS: dict[str, LoopSpec] = {
             "several competing strategies: explore branches, keep the best (beam search)",
             takes_tools=False,
             budget_option="max_depth",
-            budget_default=3,
             studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
         ),
     )
@@ -127,6 +118,8 @@ LOOP_SPECS: dict[str, LoopSpec] = {
 
 LOOPS: dict[str, Factory] = {name: spec.factory for name, spec in LOOP_SPECS.items()}
 """Each loop's factory by registry name (``LoopName``)."""
+TOOL_LOOPS: tuple[str, ...] = tuple(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
+"""The loops that take tools, in the registry's order."""
 
 
 def get_spec(name: str) -> LoopSpec:

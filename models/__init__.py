@@ -31,10 +31,8 @@ from loopgraphs.models.gguf_file import (
 )
 from loopgraphs.models.introspection import Capabilities, capabilities, describe_model
 from loopgraphs.models.loading import (
-    ACCEPTED_SPECS,
     DEFAULT_LOCAL_MAX_TOKENS,
     DEFAULT_MODEL_ENV,
-    DEFAULT_SERVER_MODEL,
     DEFAULT_TIMEOUT_SECONDS,
     LLAMACPP_PROFILE,
     LLAMACPP_SAMPLING,
@@ -61,6 +59,7 @@ from loopgraphs.models.local_server import (
 )
 from loopgraphs.models.loopback import LOOPBACK_NAMES, is_local_model, is_loopback_url
 from loopgraphs.models.probe import PROBE_TIMEOUT_SECONDS, ServerInfo, detect_server
+from loopgraphs.models.spec import ACCEPTED_SPECS, DEFAULT_SERVER_MODEL, ModelSpec, parse_spec
 from loopgraphs.models.traits import default_tool_choice, needs_guided_steps, writes_thoughts
 
 __all__ = [
@@ -90,6 +89,7 @@ __all__ = [
     "SERVER_API_KEY_ENV",
     "Capabilities",
     "LocalServer",
+    "ModelSpec",
     "ServerInfo",
     "capabilities",
     "default_tool_choice",
@@ -108,6 +108,7 @@ __all__ = [
     "local_chat_model",
     "local_request_timeout",
     "needs_guided_steps",
+    "parse_spec",
     "stop_local_servers",
     "writes_thoughts",
 ]

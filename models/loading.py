@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, ModelProfile
@@ -22,13 +21,13 @@ from pydantic import SecretStr
 from loopgraphs.models.local_server import LocalServer, get_local_server
 from loopgraphs.models.loopback import is_loopback_url
 from loopgraphs.models.probe import ServerInfo, detect_server
+from loopgraphs.models.spec import ModelSpec, bad_spec, parse_spec
 
 DEFAULT_MODEL_ENV = "LOOPGRAPHS_MODEL"
 SERVER_API_KEY_ENV = "LOOPGRAPHS_API_KEY"
 MAX_TOKENS_ENV = "LOOPGRAPHS_MAX_TOKENS"
 LOCAL_API_KEY = "local"
 PLACEHOLDER_API_KEY = "not-needed"
-DEFAULT_SERVER_MODEL = "default"
 
 DEFAULT_TIMEOUT_SECONDS = 120.0  # per request to a remote server
 DEFAULT_LOCAL_MAX_TOKENS = 512  # cap per reply on llama.cpp and local servers
@@ -36,7 +35,11 @@ LOCAL_TIMEOUT_BASE_SECONDS = 30.0  # room for reading a long prompt
 LOCAL_SECONDS_PER_TOKEN = 0.5  # per GB of weights; SmolLM2 needs ~0.01 s on 2 idle cores
 
 # Extra sampling fields of llama.cpp's OpenAI endpoint, sent with every request to a
-# llama.cpp server: DRY, chosen from measurements on SmolLM2-135M (see load_model).
+# llama.cpp server: DRY ("don't repeat yourself") sampling. A token that would extend a
+# repeat of n >= 16 tokens of the last 256 loses 0.8 x 1.75^(n - 16) in logits; only
+# newlines, colons and quotes break sequences (llama.cpp's own list also has `*`, which
+# arithmetic loops are full of). The measurements on SmolLM2-135M that chose these, and
+# why `repeat_penalty` stays at 1.0, are in docs/pages/models.md.
 LLAMACPP_SAMPLING: dict[str, object] = {
     "dry_multiplier": 0.8,
     "dry_base": 1.75,
@@ -44,17 +47,6 @@ LLAMACPP_SAMPLING: dict[str, object] = {
     "dry_penalty_last_n": 256,
     "dry_sequence_breakers": ["\n", ":", '"'],
 }
-
-ACCEPTED_SPECS = (
-    "a BaseChatModel instance",
-    "'local' (embedded llama.cpp with the bundled SmolLM2)",
-    "'gguf:<path>' (embedded llama.cpp with that GGUF file)",
-    "'openai:<model>' (needs OPENAI_API_KEY)",
-    "'http(s)://host[:port][/v1][#<model>]' (any OpenAI-compatible server)",
-    "'llamacpp:http(s)://host[:port]' (a running llama.cpp server: schema-constrained JSON)",
-    "'<provider>:<model>' for any provider of langchain's init_chat_model "
-    "(e.g. 'anthropic:claude-sonnet-4-5', 'ollama:llama3.2'; needs that integration package)",
-)
 
 
 LLAMACPP_PROFILE: ModelProfile = {"tool_calling": False, "structured_output": True}
@@ -241,21 +233,6 @@ def _server_model(
     )
 
 
-def _openai_compatible_url(url: str) -> tuple[str, str]:
-    """Split `url[#model]` into an OpenAI base URL ending in `/v1` and a model name."""
-    address, _, model = url.partition("#")
-    address = address.rstrip("/")
-    if not address.endswith("/v1"):
-        address = f"{address}/v1"
-    return address, model or DEFAULT_SERVER_MODEL
-
-
-def _bad_spec(spec: object) -> ValueError:
-    """Build the error for a model spec that matches none of the accepted forms."""
-    forms = "; ".join(ACCEPTED_SPECS)
-    return ValueError(f"Unknown model spec {spec!r}. Accepted forms: {forms}.")
-
-
 def load_model(
     spec: str | BaseChatModel | None = None,
     *,
@@ -278,18 +255,9 @@ def load_model(
 
     * replies are capped at `DEFAULT_LOCAL_MAX_TOKENS` (512) tokens unless `max_tokens` or
       `LOOPGRAPHS_MAX_TOKENS` says otherwise;
-    * llama.cpp servers get `LLAMACPP_SAMPLING`, DRY ("don't repeat yourself") sampling:
-      a token that would extend a repeat of n >= 4 tokens of the last 256 loses
-      0.8 × 1.75^(n - 4) in logits, and only newlines, colons and quotes break
-      sequences (llama.cpp's default list also has `*`, which arithmetic loops are
-      full of). Measured on SmolLM2 with JSON schemas (a ReAct step, `{"answer": str}`),
-      126 replies per setting capped at 192 tokens: with llama.cpp's defaults 29 were cut
-      at the cap, 19 of them looping verbatim ("I'm a SmolLem, I'm a SmolLem, ...");
-      with these settings 24 and 0, while ReAct steps copied a calculator expression
-      from the question as often as before (8 against 9 of 54). Allowed length 2 copied
-      4 of 54, and `repeat_penalty` 1.1 ended the rambling by derailing the model (35
-      placeholders such as `"<the answer>"` instead of the question's numbers), so it
-      stays at 1.0. What DRY does not end (counting upwards, ever new sums) the cap does;
+    * llama.cpp servers get `LLAMACPP_SAMPLING`, DRY ("don't repeat yourself") sampling,
+      chosen from measurements on SmolLM2 (see the constant); what DRY does not end
+      (counting upwards, ever new sums) the cap does;
     * a local server's request times out after `local_request_timeout(cap)` seconds (286 s
       for SmolLM2 at 512 tokens, a backstop: the cap ends a runaway in about 5 s), and
       its client never retries; the loops' default retry policy does not resend a local
@@ -338,38 +306,9 @@ def load_model(
     if max_tokens is None:
         max_tokens = _env_max_tokens()
     _check_settings(temperature, max_tokens, timeout, sampling, profile)
-    if base_url is not None and (spec is not None or gguf is not None):
-        raise ValueError("base_url cannot be combined with a spec or gguf; pass only one.")
-    if base_url is not None:
-        spec = base_url
-    elif spec is None:
-        spec = "local" if gguf is not None else os.environ.get(DEFAULT_MODEL_ENV, "local")
-    if not isinstance(spec, str):
-        raise _bad_spec(spec)
-    spec = spec.strip()
-    if gguf is not None and spec != "local":
-        raise ValueError(f"gguf can only be combined with the 'local' spec, got {spec!r}.")
-
-    server_model = partial(
-        _server_model,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        max_retries=max_retries,
-        sampling=sampling,
-        profile=profile,
-    )
-    if spec.startswith(("http://", "https://")):
-        url, model = _openai_compatible_url(spec)
-        api_key = os.environ.get(SERVER_API_KEY_ENV) or PLACEHOLDER_API_KEY
-        return server_model(url, model, api_key=api_key, llamacpp=False)
-    kind, _, value = spec.partition(":")
-    value = value.strip()
-    if kind == "llamacpp" and value.startswith(("http://", "https://")):
-        url, model = _openai_compatible_url(value)
-        return server_model(url, model, api_key=LOCAL_API_KEY, llamacpp=True)
-    if spec == "local" or (kind == "gguf" and value):
-        server = get_local_server(gguf if spec == "local" else value)
+    chosen = _chosen_spec(spec, base_url, gguf)
+    if chosen.kind in ("local", "gguf"):
+        server = get_local_server(gguf if chosen.kind == "local" else chosen.target)
         return local_chat_model(
             server,
             temperature=temperature,
@@ -378,13 +317,25 @@ def load_model(
             sampling=sampling,
             profile=profile,
         )
-    if kind == "openai" and value:
-        openai_key = os.environ.get("OPENAI_API_KEY")
-        if not openai_key:
-            raise ValueError(f"Model {spec!r} needs OPENAI_API_KEY; set it in the environment.")
+    if chosen.kind in ("server", "llamacpp"):
+        llamacpp = chosen.kind == "llamacpp"
+        api_key = LOCAL_API_KEY if llamacpp else _server_api_key()
+        return _server_model(
+            chosen.target,
+            chosen.model,
+            api_key=api_key,
+            llamacpp=llamacpp,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            max_retries=max_retries,
+            sampling=sampling,
+            profile=profile,
+        )
+    if chosen.kind == "openai":
         return _chat_openai(
-            model=value,
-            api_key=openai_key,
+            model=chosen.model,
+            api_key=_openai_key(chosen),
             base_url=None,
             temperature=temperature,
             max_tokens=max_tokens,
@@ -393,13 +344,51 @@ def load_model(
             profile=ModelProfile(**profile) if profile is not None else None,
             extra_body=sampling,
         )
-    if kind and value and kind.replace("_", "").isalnum():
-        return _provider_model(spec, kind, value, temperature=temperature, max_tokens=max_tokens)
-    raise _bad_spec(spec)
+    return _provider_model(chosen, temperature=temperature, max_tokens=max_tokens)
+
+
+def _chosen_spec(
+    spec: object, base_url: str | None, gguf: str | os.PathLike[str] | None
+) -> ModelSpec:
+    """The spec ``load_model`` was given, or the one its ``base_url``/``gguf`` or the
+    environment stand for, read.
+
+    Raises:
+        ValueError: The arguments conflict, or the spec is unknown.
+    """
+    if base_url is not None and (spec is not None or gguf is not None):
+        raise ValueError("base_url cannot be combined with a spec or gguf; pass only one.")
+    if base_url is not None:
+        spec = base_url
+    elif spec is None:
+        spec = "local" if gguf is not None else os.environ.get(DEFAULT_MODEL_ENV, "local")
+    if not isinstance(spec, str):
+        raise bad_spec(spec)
+    chosen = parse_spec(spec)
+    if gguf is not None and chosen.kind != "local":
+        raise ValueError(f"gguf can only be combined with the 'local' spec, got {chosen.text!r}.")
+    return chosen
+
+
+def _server_api_key() -> str:
+    """The key sent to an OpenAI-compatible server: ``LOOPGRAPHS_API_KEY`` or a placeholder."""
+    return os.environ.get(SERVER_API_KEY_ENV) or PLACEHOLDER_API_KEY
+
+
+def _openai_key(chosen: ModelSpec) -> str:
+    """``OPENAI_API_KEY``, which an ``openai:`` spec needs.
+
+    Raises:
+        ValueError: It is not set.
+    """
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise ValueError(f"Model {chosen.text!r} needs OPENAI_API_KEY; set it in the environment.")
+    return key
 
 
 def _provider_model(
-    spec: str, provider: str, name: str, *, temperature: float, max_tokens: int | None
+    chosen: ModelSpec, *, temperature: float, max_tokens: int | None
 ) -> BaseChatModel:
     """A ``provider:model`` spec through langchain's ``init_chat_model``.
 
@@ -413,9 +402,9 @@ def _provider_model(
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens
     try:
-        return init_chat_model(name, model_provider=provider, **settings)
+        return init_chat_model(chosen.model, model_provider=chosen.provider, **settings)
     except ImportError as exc:
-        raise ValueError(f"Model spec {spec!r}: {exc}") from exc
+        raise ValueError(f"Model spec {chosen.text!r}: {exc}") from exc
     except ValueError as exc:
         first = str(exc).strip().splitlines()[0]
-        raise ValueError(f"{first} {_bad_spec(spec)}") from exc
+        raise ValueError(f"{first} {bad_spec(chosen.text)}") from exc

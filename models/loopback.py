@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from langchain_core.runnables import Runnable
 
 from loopgraphs.models.introspection import unwrap
+from loopgraphs.models.spec import parse_spec
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -55,11 +56,13 @@ def is_local_model(model: object) -> bool:
         True when the model is served locally; False for remote or unknown models.
     """
     if isinstance(model, str):
-        spec = model.strip()
-        if spec == "local" or spec.startswith("gguf:"):
+        try:
+            spec = parse_spec(model)
+        except ValueError:
+            return False
+        if spec.kind in ("local", "gguf"):
             return True
-        spec = spec.removeprefix("llamacpp:").strip()
-        return spec.startswith(("http://", "https://")) and is_loopback_url(spec.partition("#")[0])
+        return spec.kind in ("server", "llamacpp") and is_loopback_url(spec.target)
     inner = unwrap(model) if isinstance(model, Runnable) else model
     for attribute in ("openai_api_base", "base_url", "api_base"):
         url = getattr(inner, attribute, None)

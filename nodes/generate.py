@@ -11,14 +11,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
 from loopgraphs import prompts
-from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
 from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.state import LoopRuntime, ModelSpend, OutputState, add_usage
-
-__getattr__ = renamed(__name__, {"asker": "node_caller"})
 
 __all__ = [
     "answer_message",

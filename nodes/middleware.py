@@ -39,7 +39,6 @@ from loopgraphs.nodes.model_send import LoopRequest
 
 # A caller's middleware: its state and context schemas are the caller's, so they stay open.
 Middleware: TypeAlias = AgentMiddleware[Any, Any]
-HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 ToolResult = ToolMessage | Command[Any]
 ToolHandler = Callable[[ToolCallRequest], ToolResult]
 AsyncToolHandler = Callable[[ToolCallRequest], Awaitable[ToolResult]]

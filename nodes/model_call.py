@@ -43,7 +43,6 @@ from langchain_core.tools import BaseTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import Command
 
-from loopgraphs.deprecation import renamed
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.chat_relay import current_relay
 from loopgraphs.nodes.errors import mark_sent
@@ -360,8 +359,6 @@ def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage,
     outcome = as_outcome((yield call))
     return outcome.reply, outcome.update
 
-
-__getattr__ = renamed(__name__, {"Asker": "ModelCaller", "asking": "caller_for"})
 
 __all__ = [
     "CALL_METADATA",

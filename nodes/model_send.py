@@ -31,7 +31,6 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from loopgraphs.deprecation import renamed
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.text import content_text
@@ -369,6 +368,3 @@ def action_schema(
         "description": "One step: call a tool, or give the final answer.",
         "schema": {"anyOf": alternatives},
     }
-
-
-__getattr__ = renamed(__name__, {"Form": "RequestForm"})

@@ -47,7 +47,6 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.middleware import AsyncToolWrapper, ToolWrapper, UnsupportedPath
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
 from loopgraphs.process_hooks import after_fork, at_exit
@@ -481,6 +480,3 @@ def guarded_options(guard: ToolGuard) -> GuardedOptions:
 def make_tool_node(guard: ToolGuard, name: str = "call_tool") -> ToolNode:
     """A ``ToolNode`` for the guard's tools with the guard wrapped around every call."""
     return ToolNode(guard.registry.tools, name=name, **guarded_options(guard))
-
-
-__getattr__ = renamed(__name__, {"run_calls": "calls_since"})

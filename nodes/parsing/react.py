@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from loopgraphs.deprecation import renamed
 from loopgraphs.nodes.parsing.json_text import ToolInput, extract_json, tool_input_value
 from loopgraphs.nodes.parsing.text import FINAL_ANSWER_RE, after_marker, clip
 
@@ -125,6 +124,3 @@ def _answer_text(value: object) -> str:
 def parse_json_text(text: str) -> ParsedReply:
     """Extract a JSON action from free text and interpret it."""
     return parse_json_action(extract_json(text))
-
-
-__getattr__ = renamed(__name__, {"Step": "ParsedReply"})

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 
 from loopgraphs import build_loop, prompts
+from loopgraphs.graphs import registry
 from loopgraphs.nodes.answer_check import (
     NO_ANSWER,
     copied_result,
@@ -26,7 +27,7 @@ from loopgraphs.nodes.parsing.text import content_text
 from tests.compat.middleware_support import call, calls
 from tests.support.scripts import MODES, act, final, model_for
 
-TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
+TOOL_LOOPS = registry.TOOL_LOOPS
 LOOP_MODES = [(loop, mode) for loop in TOOL_LOOPS for mode in MODES] + [
     ("cot", "native"),
     ("tot", "native"),

@@ -29,6 +29,7 @@ from loopgraphs import (
     create_self_ask_graph,
     create_tot_graph,
 )
+from loopgraphs.graphs import registry
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
@@ -44,7 +45,7 @@ from tests.support.scripts import (
     note,
 )
 
-LOOPS = ("cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot")
+LOOPS = tuple(registry.LOOPS)
 FIRST, FIRST_ANSWER = "Refund order A-17", "Refunded order A-17."
 SECOND, SECOND_ANSWER = "Refund order B-22", "Refunded order B-22."
 FOLLOW_UP = "Which order did I mention before?"

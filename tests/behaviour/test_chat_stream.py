@@ -38,6 +38,7 @@ from loopgraphs import (
     create_self_ask_graph,
     create_tot_graph,
 )
+from loopgraphs.graphs import registry
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.model_call import CALL_METADATA, INTERNAL_TAG, JSON_TURN
 from loopgraphs.nodes.model_send import RAW_REPLY
@@ -126,7 +127,7 @@ def chat_graph(loop: str, mode: str) -> Any:
     return create_tot_graph(model, n_branches=1, beam_width=1, max_depth=1, **options)
 
 
-LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic", "cot", "tot")
+LOOPS = tuple(registry.LOOPS)
 VARIANTS = ("cot_voting", "tot_proposal")
 CASES = [(loop, mode) for loop in (*LOOPS, *VARIANTS) for mode in MODES]
 

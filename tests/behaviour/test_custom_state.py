@@ -32,6 +32,7 @@ from loopgraphs import (
     create_self_ask_graph,
     create_tot_graph,
 )
+from loopgraphs.graphs import registry
 from loopgraphs.nodes.build import caller_reducers
 from tests.support.fakes import calls, tool_call
 from tests.support.scripts import FAST_RETRY, MODES, act, final
@@ -142,7 +143,7 @@ def build(
     )
 
 
-TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
+TOOL_LOOPS = registry.TOOL_LOOPS
 
 
 def start(**state: Any) -> dict[str, Any]:

@@ -7,10 +7,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from loopgraphs import LOOPS, build_loop
+from loopgraphs.graphs import registry
 from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ScriptedChatModel, tool_call
 
-TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
+TOOL_LOOPS = registry.TOOL_LOOPS
 
 
 def lookup(key: str) -> str:

@@ -15,10 +15,11 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import tool
 
 from loopgraphs import build_loop
+from loopgraphs.graphs import registry
 from tests.compat.middleware_support import LOOP_SCRIPTS as OTHER_LOOPS
 from tests.compat.middleware_support import call, calls, native
 
-TOOL_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
+TOOL_LOOPS = registry.TOOL_LOOPS
 SEARCH_ARGS = {"query": "six times seven"}
 ANSWER = "The answer is 42."
 

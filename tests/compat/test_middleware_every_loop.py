@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
 from loopgraphs import LOOPS, build_loop
+from loopgraphs.graphs import registry
 from tests.compat.middleware_support import LOOP_SCRIPTS, call, calls, native
 
 HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
@@ -84,7 +85,7 @@ SCRIPTS: dict[str, list[Any]] = {
     **{loop: script("search", {"query": "x"}) for loop, script in LOOP_SCRIPTS.items()},
 }
 OPTIONS: dict[str, dict[str, Any]] = {"tot": {"max_depth": 1}}
-TOOL_LOOPS = {"react", "plan_execute", "reflexion", "self_ask", "critic"}
+TOOL_LOOPS = set(registry.TOOL_LOOPS)
 
 
 def test_every_loop_is_covered():

@@ -8,6 +8,7 @@ import pytest
 
 from loopgraphs import LOOPS, cli
 from loopgraphs.cli import approval, commands
+from loopgraphs.graphs import registry
 from tests.support.scripts import act, final, model_for
 
 
@@ -72,9 +73,7 @@ def scripted(monkeypatch, replies):
     return model
 
 
-@pytest.mark.parametrize(
-    "name", ["react", "self_ask", "critic", "plan_execute", "reflexion", "cot", "tot"]
-)
+@pytest.mark.parametrize("name", list(registry.LOOPS))
 def test_run_accepts_every_loop(name, monkeypatch, tmp_path, capsys):
     scripted(monkeypatch, ["FINAL ANSWER: 4"] * 40)
     code = cli.main(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopgraphs import LOOPS, build_loop
+from loopgraphs.graphs import registry
 from loopgraphs.toolkits import calculator, make_search_tool
 from tests.support.requests import RequestEnds
 
@@ -31,7 +32,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     from loopgraphs.nodes.tool_loop import check_history
 
     monkeypatch.setattr(embedded_servers, "_local_servers", {local_server.gguf: local_server})
-    tools = [] if name in ("cot", "tot") else [calculator, make_search_tool()]
+    tools = [] if name not in registry.TOOL_LOOPS else [calculator, make_search_tool()]
     options = dict(SMALL_BUDGETS[name])
     if tools:
         options["tool_mode"] = "json"

@@ -22,6 +22,7 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from loopgraphs import LOOPS, build_loop
+from loopgraphs.graphs import registry
 from tests.support.provider_server import (
     Call,
     ProviderServer,
@@ -34,7 +35,7 @@ from tests.support.scripts import FAST_RETRY
 
 CLIENTS = ("openai", "responses", "anthropic", "ollama")
 LOOP_NAMES = sorted(LOOPS)
-TOOL_LOOPS = ("critic", "plan_execute", "react", "reflexion", "self_ask")
+TOOL_LOOPS = sorted(registry.TOOL_LOOPS)
 QUESTION = {"messages": [("user", "What is the capital of France?")]}
 ANSWER = "So the final answer is: Paris."
 

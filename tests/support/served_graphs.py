@@ -12,12 +12,13 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 
+from loopgraphs.graphs import registry
 from loopgraphs.graphs.registry import LOOP_SPECS
 from loopgraphs.graphs.studio import STUDIO_HISTORY_TOKENS, STUDIO_TOOLS
 from loopgraphs.state import CompiledLoop
 from loopgraphs.toolkits import get_tools
 
-TOOL_LOOPS = tuple(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
+TOOL_LOOPS = registry.TOOL_LOOPS
 
 _built: dict[str, CompiledLoop] = {}
 _building = threading.Lock()

@@ -25,7 +25,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "loopgraphs.process_hooks",
             "loopgraphs.prompts.*",
             "loopgraphs.internals",
-            "loopgraphs.deprecation",
         ),
     ),
     ("models", ("loopgraphs.models.*",)),

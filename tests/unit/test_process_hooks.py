@@ -14,7 +14,7 @@ import pytest
 
 from loopgraphs import process_hooks
 from loopgraphs.models import local_server
-from loopgraphs.nodes import call_tool, tool_step
+from loopgraphs.nodes import tool_guard, tool_step
 from tests.support.package_modules import ROOT, package_modules
 
 # Records every exit and fork hook, then imports the modules named by its argument.
@@ -88,11 +88,11 @@ def test_the_first_local_server_registers_its_exit_hook_once(
 def test_the_first_tool_pool_registers_its_hooks_once(
     registered: dict[str, list[Callable[[], None]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(call_tool, "_timeout_pool", None)
+    monkeypatch.setattr(tool_guard, "_timeout_pool", None)
     for _ in range(3):
-        pool = call_tool._pool()
+        pool = tool_guard._pool()
     pool.shutdown()
-    assert registered == {"exit": [call_tool._shutdown_pool], "fork": [call_tool._forget_pool]}
+    assert registered == {"exit": [tool_guard._shutdown_pool], "fork": [tool_guard._forget_pool]}
 
 
 def test_the_first_tool_step_loop_registers_its_fork_hook_once(

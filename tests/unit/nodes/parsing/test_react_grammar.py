@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from loopgraphs.nodes.parsing.react import (
-    Step,
+    ParsedReply,
     parse_json_action,
     parse_json_text,
     parse_react_text,
@@ -25,102 +25,102 @@ from loopgraphs.nodes.parsing.react import (
         # The answer marker wins over an action in the same reply.
         (
             "Thought: done\nAction: search\nAction Input: x\nFINAL_ANSWER: 42",
-            Step("final", thought="done", answer="42"),
+            ParsedReply("final", thought="done", answer="42"),
         ),
-        ("final answer:  the end  ", Step("final", answer="the end")),
+        ("final answer:  the end  ", ParsedReply("final", answer="the end")),
         (
             "Thought: t\nFINAL_ANSWER: 7\nObservation: made up",
-            Step("final", thought="t", answer="7"),
+            ParsedReply("final", thought="t", answer="7"),
         ),
         (
             'Thought: look\nAction: `search`\nAction Input: {"q": "a"}',
-            Step("action", thought="look", action="search", action_input={"q": "a"}),
+            ParsedReply("action", thought="look", action="search", action_input={"q": "a"}),
         ),
         (
             "Action: **calc**\nAction Input: 1+1\nObservation: 2\nmore",
-            Step("action", action="calc", action_input="1+1"),
+            ParsedReply("action", action="calc", action_input="1+1"),
         ),
-        ("Action: lookup", Step("action", action="lookup", action_input="")),
+        ("Action: lookup", ParsedReply("action", action="lookup", action_input="")),
         (
             "Action: Final Answer\nAction Input: blue\nObservation: x",
-            Step("final", answer="blue"),
+            ParsedReply("final", answer="blue"),
         ),
         (
             "Thought: t\nAction: finish\nAction Input:  done ",
-            Step("final", thought="t", answer="done"),
+            ParsedReply("final", thought="t", answer="done"),
         ),
-        ("Thought: hmm\nAction:   \n", Step("none", thought="hmm")),
-        ("just words", Step("none")),
+        ("Thought: hmm\nAction:   \n", ParsedReply("none", thought="hmm")),
+        ("just words", ParsedReply("none")),
         (
             "  thought :  spaced  \nACTION : go",
-            Step("action", thought="spaced", action="go", action_input=""),
+            ParsedReply("action", thought="spaced", action="go", action_input=""),
         ),
     ],
 )
-def test_parse_react_text(text: str, step: Step) -> None:
+def test_parse_react_text(text: str, step: ParsedReply) -> None:
     assert parse_react_text(text) == step
 
 
 @pytest.mark.parametrize(
     ("data", "step"),
     [
-        (None, Step("none")),
-        ([1], Step("none")),
+        (None, ParsedReply("none")),
+        ([1], ParsedReply("none")),
         (
             {"thought": "t", "action": "search", "action_input": {"q": "a"}},
-            Step("action", thought="t", action="search", action_input={"q": "a"}),
+            ParsedReply("action", thought="t", action="search", action_input={"q": "a"}),
         ),
         (
             {"reasoning": "r", "tool": " calc ", "args": "1+1"},
-            Step("action", thought="r", action="calc", action_input="1+1"),
+            ParsedReply("action", thought="r", action="calc", action_input="1+1"),
         ),
         (
             {"name": "calc", "arguments": {"e": 1}},
-            Step("action", action="calc", action_input={"e": 1}),
+            ParsedReply("action", action="calc", action_input={"e": 1}),
         ),
-        ({"action": "calc", "input": 5}, Step("action", action="calc", action_input="5")),
+        ({"action": "calc", "input": 5}, ParsedReply("action", action="calc", action_input="5")),
         (
             {"action": "calc", "action_input": 1, "args": 2},
-            Step("action", action="calc", action_input="1"),
+            ParsedReply("action", action="calc", action_input="1"),
         ),
         (
             {"action": {"name": "calc", "args": {"e": 2}}},
-            Step("action", action="calc", action_input={"e": 2}),
+            ParsedReply("action", action="calc", action_input={"e": 2}),
         ),
         (
             {"action": {"tool": "calc", "action_input": {"e": 3}, "args": {"e": 4}}},
-            Step("action", action="calc", action_input={"e": 3}),
+            ParsedReply("action", action="calc", action_input={"e": 3}),
         ),
         (
             {"action": {"tool": "calc"}, "args": {"e": 5}},
-            Step("action", action="calc", action_input={"e": 5}),
+            ParsedReply("action", action="calc", action_input={"e": 5}),
         ),
         (
             {"thought": "t", "action": " Final_Answer ", "action_input": " 42 "},
-            Step("final", thought="t", answer="42"),
+            ParsedReply("final", thought="t", answer="42"),
         ),
-        ({"action": "answer", "action_input": {"text": "t"}}, Step("final", answer="t")),
-        ({"action": "final", "action_input": {"value": 3}}, Step("final", answer="3")),
+        ({"action": "answer", "action_input": {"text": "t"}}, ParsedReply("final", answer="t")),
+        ({"action": "final", "action_input": {"value": 3}}, ParsedReply("final", answer="3")),
         (
             {"action": "finish", "action_input": {"other": "ü"}},
-            Step("final", answer='{"other": "ü"}'),
+            ParsedReply("final", answer='{"other": "ü"}'),
         ),
-        ({"action": "final_answer", "action_input": None}, Step("final", answer="")),
-        ({"action": "final_answer", "action_input": 12}, Step("final", answer="12")),
-        ({"action": "final_answer"}, Step("final", answer="{}")),
-        ({"final_answer": " x ", "thought": "t"}, Step("final", thought="t", answer="x")),
-        ({"answer": {"final_answer": "y"}}, Step("final", answer="y")),
-        ({"answer": "z", "action": "calc"}, Step("action", action="calc", action_input={})),
-        ({"action": "  "}, Step("none")),
-        ({"action": 3, "thought": "t"}, Step("none", thought="t")),
-        ({"thought": None, "reasoning": "why"}, Step("none", thought="why")),
+        ({"action": "final_answer", "action_input": None}, ParsedReply("final", answer="")),
+        ({"action": "final_answer", "action_input": 12}, ParsedReply("final", answer="12")),
+        ({"action": "final_answer"}, ParsedReply("final", answer="{}")),
+        ({"final_answer": " x ", "thought": "t"}, ParsedReply("final", thought="t", answer="x")),
+        ({"answer": {"final_answer": "y"}}, ParsedReply("final", answer="y")),
+        ({"answer": "z", "action": "calc"}, ParsedReply("action", action="calc", action_input={})),
+        ({"action": "  "}, ParsedReply("none")),
+        ({"action": 3, "thought": "t"}, ParsedReply("none", thought="t")),
+        ({"thought": None, "reasoning": "why"}, ParsedReply("none", thought="why")),
     ],
 )
-def test_parse_json_action(data, step: Step) -> None:
+def test_parse_json_action(data, step: ParsedReply) -> None:
     assert parse_json_action(data) == step
 
 
 def test_parse_json_text_reads_the_object_in_free_text() -> None:
     text = 'Sure: {"action": "calc", "action_input": {"e": 1}} done'
-    assert parse_json_text(text) == Step("action", action="calc", action_input={"e": 1})
-    assert parse_json_text("no object") == Step("none")
+    assert parse_json_text(text) == ParsedReply("action", action="calc", action_input={"e": 1})
+    assert parse_json_text("no object") == ParsedReply("none")
