@@ -1,5 +1,6 @@
 """Plain text that every layer reads: the text of a message, the question a conversation
-asks, and the words left out when texts are matched by their words.
+asks, the fence around tool output, and the words left out when texts are matched by
+their words.
 
 It sits below the state, the parsers and the tools, which all use it, and imports
 nothing of the package.
@@ -7,12 +8,28 @@ nothing of the package.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
 # Left out of word matching: by the search tool's ranking, and by the parsers that match
 # a question with a tool's worked examples, so that both read a question alike.
+# The fence around tool output (one run's marker in place of ``{fence}``): the only place
+# its format is written. Prompts describe it, the tool guard writes it, readers undo it.
+FENCE_OPEN = "<<tool_output {fence}>>"
+FENCE_CLOSE = "<<end_tool_output {fence}>>"
+FENCE_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
+"""Any fence marker, of any run's fence."""
+FENCED = re.compile(r"\A<<tool_output (\w+)>>\n(.*)\n<<end_tool_output \1>>\Z", re.DOTALL)
+"""A whole fenced text: the fence (group 1) and the text inside (group 2)."""
+
+
+def fenced(text: str, fence: str) -> str:
+    """``text`` between the opening and closing markers of ``fence``."""
+    return f"{FENCE_OPEN.format(fence=fence)}\n{text}\n{FENCE_CLOSE.format(fence=fence)}"
+
+
 STOP_WORDS = frozenset(
     {
         "a",

@@ -20,6 +20,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from loopgraphs import prompts
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.state import Bookkeeping, CommonState, messages_of, scratch_of
+from loopgraphs.text import FENCE_MARKER
 
 ECHO_WORDS = 6
 """Words in a row that a reply shares with one of the library's prompts to be an echo."""
@@ -41,7 +42,6 @@ NO_ANSWER = "no usable answer"
 """How ``error`` starts when a run ended without an answer of the model's own."""
 
 _WORD = re.compile(r"[^\W_]+")
-_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
 _ANSWER_LEAD = re.compile(
     r"^\s*(?:so\s+the\s+)?final[\s_]+answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE
 )
@@ -153,7 +153,7 @@ def echoes_prompt(answer: str) -> bool:
 
 def _said(answer: str) -> tuple[str, ...]:
     """The answer's words without fence markers and a leading "final answer" label."""
-    return words(_ANSWER_LEAD.sub("", _MARKER.sub(" ", answer)))
+    return words(_ANSWER_LEAD.sub("", FENCE_MARKER.sub(" ", answer)))
 
 
 def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:

@@ -16,9 +16,7 @@ from langchain_core.messages import (
 
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.nodes.tool_guard import unfence
-
-_MARKER = re.compile(r"<<(?:end_)?tool_output[^>]*>>")
-
+from loopgraphs.text import FENCE_MARKER
 
 _NOT_KEPT = re.compile(r"[^\w+\-*/^%().]|_")  # \w is a letter, digit or underscore
 
@@ -58,7 +56,7 @@ def says_nothing(answer: str, fence: str) -> bool:
 def _said(answer: str, fence: str) -> str:
     """What an answer says (squashed), without fence markers and the ``final_answer``
     keyword."""
-    unmarked = _MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
+    unmarked = FENCE_MARKER.sub("", unfence(answer, fence).replace(fence or "\0", ""))
     return _squashed(unmarked).removeprefix("finalanswer")
 
 

@@ -51,6 +51,7 @@ from loopgraphs.nodes.middleware import AsyncToolWrapper, ToolWrapper, Unsupport
 from loopgraphs.nodes.review import answer_without_running, reviewed_call
 from loopgraphs.process_hooks import after_fork, at_exit
 from loopgraphs.state import messages_of, scratch_of
+from loopgraphs.text import FENCE_CLOSE, FENCE_OPEN, fenced
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolResult = ToolMessage | Command
@@ -81,12 +82,12 @@ def fence_output(text: str, fence: str, limit: int = DEFAULT_MAX_OUTPUT_CHARS) -
     if len(text) > limit:
         note = f"\n[... truncated {len(text) - limit} of {len(text)} characters]"
         text = text[:limit]
-    return f"<<tool_output {fence}>>\n{text}{note}\n<<end_tool_output {fence}>>"
+    return fenced(f"{text}{note}", fence)
 
 
 def unfence(text: str, fence: str) -> str:
     """Tool output without the run's fence markers (``fence_output`` undone)."""
-    head, tail = f"<<tool_output {fence}>>\n", f"\n<<end_tool_output {fence}>>"
+    head, tail = FENCE_OPEN.format(fence=fence) + "\n", "\n" + FENCE_CLOSE.format(fence=fence)
     if fence and text.startswith(head) and text.endswith(tail):
         return text[len(head) : len(text) - len(tail)].strip()
     return text.strip()

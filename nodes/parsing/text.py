@@ -10,7 +10,7 @@ from functools import lru_cache
 from langchain_core.messages import AIMessage, AnyMessage
 
 from loopgraphs.nodes.parsing import MAX_PARSE_CHARS
-from loopgraphs.text import content_text
+from loopgraphs.text import FENCED, content_text
 
 FINAL_ANSWER_RE = re.compile(r"FINAL[ _]ANSWER\s*:[ \t]*", re.IGNORECASE)
 ITEM_LABELS = r"(?:step|thought|option|idea|candidate|branch|path)"
@@ -162,9 +162,6 @@ def cut_short(message: AnyMessage) -> bool:
     return stopped_at_cap(message) or ends_in_repetition(content_text(message.content))
 
 
-_FENCED = re.compile(r"\A<<tool_output (\w+)>>\n(.*)\n<<end_tool_output \1>>\Z", re.DOTALL)
-
-
 def strip_fence(text: str) -> str:
     """A tool message's text without its fence markers, whatever the run's fence (for
     showing tool output to people; the model reads it fenced). Other text is returned as
@@ -176,7 +173,7 @@ def strip_fence(text: str) -> str:
     Returns:
         The output between the markers, with the truncation note if it was cut.
     """
-    found = _FENCED.match(text)
+    found = FENCED.match(text)
     return found.group(2) if found else text
 
 

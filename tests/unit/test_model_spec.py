@@ -47,7 +47,7 @@ def test_each_accepted_form_is_read(text: str, spec: ModelSpec) -> None:
 
 @pytest.mark.parametrize("text", ["banana", "gguf:", "llamacpp:", "", "a b:c"])
 def test_an_unknown_spec_names_the_accepted_forms(text: str) -> None:
-    with pytest.raises(ValueError, match="Unknown model spec .*Accepted forms: .*'local'"):
+    with pytest.raises(ValueError, match=r"Unknown model spec .*Accepted forms: .*'local'"):
         parse_spec(text)
 
 
