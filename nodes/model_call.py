@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -45,7 +45,7 @@ from langgraph.types import Command
 
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.chat_relay import current_relay
-from loopgraphs.nodes.errors import mark_sent
+from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
 from loopgraphs.nodes.parsing.text import content_text, refusal_of
 from loopgraphs.state import LoopRuntime, ModelSpend, Usage, add_usage, empty_usage, usage_of
@@ -358,6 +358,40 @@ def call_model(call: ModelCall) -> Generator[ModelCall, object, tuple[AIMessage,
     """Send one model call; return its reply and the ``llm_calls``/``usage`` update."""
     outcome = as_outcome((yield call))
     return outcome.reply, outcome.update
+
+
+def first_accepted(
+    forms: Sequence[Callable[[], ModelCall]],
+) -> Generator[ModelCall, object, tuple[int, Outcome]]:
+    """Send one request in each of ``forms`` in turn (most capable first) until the
+    provider accepts one: the ladder every request of every loop goes down.
+
+    Only a refusal of the request's form (``is_form_rejection``: tools, a tool choice, a
+    response format) moves on to the next form; any other error, or a refusal of the
+    last form, ends the request. The requests refused on the way count as calls.
+
+    Args:
+        forms: Makers of the request in each form, in the order to try them.
+
+    Returns:
+        The index of the form the provider accepted, and its outcome with the refused
+        requests added to its ``calls``.
+
+    Raises:
+        Exception: The last error, carrying (``failed_calls``) every request it cost.
+    """
+    refused = 0
+    for index, make in enumerate(forms):
+        try:
+            outcome = as_outcome((yield make()))
+        except Exception as exc:
+            if index == len(forms) - 1 or not is_form_rejection(exc):
+                mark_sent(exc, failed_calls(exc) + refused)
+                raise
+            refused += failed_calls(exc)
+            continue
+        return index, replace(outcome, calls=outcome.calls + refused)
+    raise ValueError("first_accepted needs at least one form")
 
 
 __all__ = [

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, cast
 
 from langchain_core.messages import (
@@ -22,10 +23,8 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 
 from loopgraphs.models import capabilities, writes_thoughts
-from loopgraphs.nodes import model_call
-from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import node_caller, shown_as
-from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, as_outcome
+from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, first_accepted
 from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
 from loopgraphs.nodes.settings import LoopSettings
@@ -76,35 +75,20 @@ def model_turn(
         purpose = JSON_TURN if mode == "json" else None
         return ask.call(history, form, tools=tools, tool_choice=choice, purpose=purpose)
 
-    def turn(outcome: model_call.Outcome, mode: str, rejected: int) -> ReActState:
-        update = outcome.update
-        update["llm_calls"] += rejected
-        return {**update, "messages": [outcome.reply], "tool_mode": mode}
-
-    rejected = 0  # requests the provider refused before a mode worked
+    # The forms to try, in order: native tool calls (the only one when the user chose
+    # native mode), JSON under the provider's schema enforcement, then JSON or text
+    # described in the prompt only.
+    forms: list[tuple[str, Callable[[], ModelCall]]] = []
+    native_only = mode == "native" and not auto
     if mode == "native":
-        try:
-            return turn(as_outcome((yield call(mode))), mode, rejected)
-        except Exception as exc:
-            if not (auto and is_form_rejection(exc)):
-                raise
-            rejected += failed_calls(exc)
-            mode = "json"
-    constrained = mode == "json" and capabilities(model).structured_output is not False
-    if constrained:
-        try:
-            return turn(as_outcome((yield call(mode))), mode, rejected)
-        except Exception as exc:
-            if not is_form_rejection(exc):
-                mark_sent(exc, failed_calls(exc) + rejected)
-                raise
-            rejected += failed_calls(exc)
-    try:
-        outcome = as_outcome((yield call(mode, constrained=False)))
-    except Exception as exc:
-        mark_sent(exc, failed_calls(exc) + rejected)
-        raise
-    return turn(outcome, mode, rejected)
+        forms.append(("native", partial(call, "native")))
+        mode = "json"
+    if not native_only:
+        if mode == "json" and capabilities(model).structured_output is not False:
+            forms.append(("json", partial(call, "json")))
+        forms.append((mode, partial(call, mode, constrained=False)))
+    index, outcome = yield from first_accepted([make for _, make in forms])
+    return {**outcome.update, "messages": [outcome.reply], "tool_mode": forms[index][0]}
 
 
 def interpret(mode: str, reply: AIMessage) -> ParsedReply:

@@ -15,10 +15,17 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 
-from loopgraphs.nodes.errors import failed_calls
+from loopgraphs.nodes.errors import failed_calls, mark_sent
 from loopgraphs.nodes.middleware import Middlewares
-from loopgraphs.nodes.model_call import ModelCaller, Outcome, as_outcome, caller_for, spent_on
-from tests.support.fakes import ScriptedChatModel
+from loopgraphs.nodes.model_call import (
+    ModelCaller,
+    Outcome,
+    as_outcome,
+    caller_for,
+    first_accepted,
+    spent_on,
+)
+from tests.support.fakes import ProviderError, ScriptedChatModel
 
 USAGE = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
 
@@ -212,3 +219,43 @@ def test_a_bare_model_is_asked_without_system_message_or_middleware():
     asker = caller_for(model)
     assert asker.model is model and asker.system is None and asker.chain is None
     assert caller_for(asker) is asker
+
+
+def drive_ladder(forms: list[str], answers: dict[str, BaseException | AIMessage]) -> Any:
+    """Run ``first_accepted`` over named forms, answering each request from ``answers``
+    (an exception is raised into the ladder as the provider's answer)."""
+    sent: list[str] = []
+    ladder = first_accepted([lambda name=name: name for name in forms])
+    request = next(ladder)
+    while True:
+        sent.append(request)
+        answer = answers[request]
+        try:
+            request = (
+                ladder.throw(answer) if isinstance(answer, BaseException) else ladder.send(answer)
+            )
+        except StopIteration as done:
+            return done.value, sent
+
+
+def test_a_refused_form_gives_way_to_the_next_and_counts_as_a_call():
+    refused = ProviderError(400, "this model does not support tools")
+    mark_sent(refused, 1)
+    (index, outcome), sent = drive_ladder(
+        ["native", "json"], {"native": refused, "json": AIMessage("ok")}
+    )
+    assert (index, sent, outcome.reply.content, outcome.calls) == (1, ["native", "json"], "ok", 2)
+
+
+@pytest.mark.parametrize("last", [True, False])
+def test_any_other_error_or_the_last_refusal_ends_the_request_with_every_call_counted(last):
+    refused = ProviderError(400, "does not support tools")
+    mark_sent(refused, 1)
+    final = ProviderError(400, "does not support tools" if last else "context_length_exceeded")
+    mark_sent(final, 1)
+    with pytest.raises(ProviderError) as raised:
+        drive_ladder(
+            ["native", "json", "text"] if not last else ["native", "json"],
+            {"native": refused, "json": final, "text": AIMessage("never")},
+        )
+    assert raised.value is final and failed_calls(final) == 2
