@@ -29,8 +29,9 @@ from loopgraphs.eval import (
     score,
 )
 from loopgraphs.eval.data import load_tasks
+from loopgraphs.eval.observe import ModelClock
 from loopgraphs.eval.report import CHART_NEEDS, RunResult
-from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, ModelClock, runs_at_once
+from loopgraphs.eval.runner import DEFAULT_CONCURRENCY, runs_at_once
 from loopgraphs.eval.scoring import contains_phrase
 from loopgraphs.graphs.registry import LOOPS, LoopSpec
 from loopgraphs.nodes.parsing.text import content_text

@@ -14,8 +14,9 @@ from typing import Any
 
 from loopgraphs import prompts
 from loopgraphs.eval import EvalReport, evaluate
+from loopgraphs.eval.observe import rejected_answer
 from loopgraphs.eval.report import RunResult, summarise
-from loopgraphs.eval.runner import rejected_answer, result_of
+from loopgraphs.eval.runner import result_of
 from loopgraphs.eval.suites import Task
 from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ProviderError, ScriptedChatModel
