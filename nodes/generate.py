@@ -1,4 +1,4 @@
-"""The generate node's building blocks: who asks the model (``asker``), the caller's
+"""The generate node's building blocks: who asks the model (``node_caller``), the caller's
 system message, how a reply is shown in the transcript, and the loop's re-ask after a
 reply it could not use (which goes into the next request only, never into the
 transcript)."""

@@ -131,7 +131,7 @@ def structured_call(
     half a sentence, is no answer): the next attempt asks again.
 
     Args:
-        model: The node's ``ModelCaller`` (see ``loopgraphs.nodes.generate.asker``), or any
+        model: The node's ``ModelCaller`` (see ``loopgraphs.nodes.generate.node_caller``), or any
             chat model.
         messages: The prompt, without a system message.
         schema: A pydantic model (its docstring and field descriptions guide the model),
