@@ -10,31 +10,42 @@ Every model request carries the run's state and is built from the conversation a
 when the request is made, so middleware sees and shapes all of them: each step (a level's
 expansion, its scoring, the final answer) gets the ``before_model`` and ``after_model``
 hooks once, a level's expansion tasks starting after its ``before_model`` hooks.
+
+Each step is a function of its own: ``opening`` (``prepare``'s starting values), ``expand``
+(one branch's task), ``score_branches`` (closing a level), ``final_answer`` (the
+best-effort finish) and the router ``LevelRouter.next_level``; every ending with an answer
+writes ``finish``'s update. The steps that read the graph's options take them as
+``options`` (``SearchOptions``), bound by ``build_tot``, which only wires the graph. The
+state's types are in ``loopgraphs.graphs.tot_state``, the scoring in ``tot_scoring``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Annotated, Literal, TypeAlias, cast
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal, NamedTuple, TypeAlias, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy, Send
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import Unpack
 
 from loopgraphs import prompts
 from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
 from loopgraphs.graphs.tot_scoring import in_parallel, render_path, score_all, score_each
+from loopgraphs.graphs.tot_state import Branch, Candidate, Expansion, Growing, ToTOutput, ToTState
 from loopgraphs.models import needs_guided_steps
 from loopgraphs.nodes.build import new_graph
-from loopgraphs.nodes.driver import LogicFactory, LogicOf, add_step, as_node, guard
+from loopgraphs.nodes.driver import LogicFactory, LogicOf, Request, add_step, as_node, guard
 from loopgraphs.nodes.errors import all_failed, failed_requests
-from loopgraphs.nodes.generate import answer_message, call_model
+from loopgraphs.nodes.generate import answer_message, call_model, spent_together
 from loopgraphs.nodes.history import earlier_turns
 from loopgraphs.nodes.hooks import LoopGraph
+from loopgraphs.nodes.model_call import ModelCall, ModelCaller
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.parsing.thoughts import MAX_THOUGHT_CHARS, answer_in, parse_thoughts
@@ -45,18 +56,18 @@ from loopgraphs.nodes.step import Step
 from loopgraphs.state import (
     LoopBuilder,
     LoopInput,
-    LoopState,
+    ModelSpend,
     ResponseT,
-    RunResult,
     Status,
-    add_usage,
     empty_usage,
     request_of,
 )
 from loopgraphs.text import question_text
 
-SCORINGS = ("batched", "per_branch")
-GENERATIONS = ("propose", "sample")
+Scoring: TypeAlias = Literal["batched", "per_branch"]
+Generation: TypeAlias = Literal["propose", "sample"]
+SCORINGS: tuple[str, ...] = get_args(Scoring)
+GENERATIONS: tuple[str, ...] = get_args(Generation)
 # Graph steps that must still follow a node (see ``RunBudget.allows``).
 LEVEL_STEPS = 3  # expand, score_branches, then final_answer
 ANSWER_STEPS = 1  # final_answer
@@ -76,94 +87,51 @@ def proposal_settings(count: int) -> dict[str, object]:
     return {"max_tokens": count * THOUGHT_TOKENS, "stop": [THOUGHT_END, f"\n{count + 1}."]}
 
 
-StopReason = Literal["", "answer", "max_depth", "dead_end", "step_limit"]
-
-
-class Branch(TypedDict):
-    """One line of reasoning kept in the beam."""
-
-    thoughts: list[str]
-    score: float
-
-
-class Candidate(TypedDict):
-    """A next step proposed for a branch of the beam: the branch's thoughts with the new
-    one, its ``score`` (None until scored), the beam index of the branch it grew from
-    (``parent``), its place among that branch's proposals (``index``) and the answer it
-    reaches ("" if none)."""
-
-    thoughts: list[str]
-    score: float | None
-    parent: int
-    index: int
-    answer: str
-
-
-class Growing(TypedDict):
-    """The branch an ``expand`` task grows: its thoughts and its index in the beam."""
-
-    thoughts: list[str]
-    parent: int
-
-
-def extend_candidates(
-    left: list[Candidate] | None, right: list[Candidate] | None
-) -> list[Candidate]:
-    """Reducer: concurrent ``expand`` tasks add their (unscored) candidates; the scored
-    candidates of a level replace them; ``None`` empties the list."""
-    if right is None:
-        return []
-    if right and all(c["score"] is not None for c in right):
-        return right
-    return [*(left or []), *right]
-
-
-def add_failures(left: list[str] | None, right: list[str] | None) -> list[str]:
-    """Reducer: failures of concurrent tasks add up (one task's error never clobbers
-    another); ``None`` empties the list (a run's first step)."""
-    if right is None:
-        return []
-    return [*(left or []), *right]
-
-
-class ToTFields(TypedDict, total=False):
-    """The keys of its own that Tree-of-Thoughts' state and output hold (see ``ToTOutput``)."""
-
-    problem: str
-    branches: list[Branch]
-    depth: int
-    candidates: Annotated[list[Candidate], extend_candidates]
-    best_path: list[str]
-    stop_reason: StopReason
-
-
-class ToTOutput(ToTFields, RunResult[ResponseT]):
-    """Output of the Tree-of-Thoughts loop.
-
-    ``branches`` is the beam (best first); ``candidates`` the last level's candidates
-    (``thoughts``, ``score`` (None if unscored), ``parent``, ``index``, ``answer``);
-    ``depth`` the levels expanded; ``best_path`` the thoughts of the best branch (or of
-    the answering one); ``stop_reason`` why the search stopped; ``problem`` the question
-    as the run's last request showed it (after the hooks: a redacted address stays
-    redacted).
-    """
-
-
-class ToTState(ToTFields, LoopState, total=False):
-    """State of the Tree-of-Thoughts loop: the output plus failures of concurrent tasks."""
-
-    failures: Annotated[list[str], add_failures]
-
-
 ToTGraph: TypeAlias = CompiledStateGraph[ToTState, ContextT, LoopInput, ToTOutput[ResponseT]]
 """The compiled graph ``create_tot_graph`` returns: its state, run context, input
 and output (``structured_response`` typed as its ``response_format``)."""
 
 
-class Expansion(ToTState, total=False):
-    """What an ``expand`` task is sent: the run's state and the branch it grows."""
+@dataclass(frozen=True)
+class SearchOptions:
+    """The build-time options of a Tree-of-Thoughts graph (see ``create_tot_graph``),
+    checked when made.
 
-    branch: Growing
+    Attributes:
+        n_branches: Candidate thoughts generated per branch and level (b).
+        beam_width: Branches kept per level (w), 1..n_branches.
+        max_depth: Levels of thoughts before an answer is forced (d).
+        scoring: ``"batched"`` (one call per level) or ``"per_branch"`` (one per candidate).
+        generation: ``"propose"`` (one call lists b thoughts) or ``"sample"`` (b calls).
+
+    Raises:
+        TypeError, ValueError: an option is of the wrong type or out of range.
+    """
+
+    n_branches: int = 3
+    beam_width: int = 2
+    max_depth: int = 3
+    scoring: Scoring = "batched"
+    generation: Generation = "propose"
+
+    def __post_init__(self) -> None:
+        for name, count in (
+            ("n_branches", self.n_branches),
+            ("beam_width", self.beam_width),
+            ("max_depth", self.max_depth),
+        ):
+            check_positive(name, count)
+        if self.beam_width > self.n_branches:
+            raise ValueError(
+                f"beam_width must be <= n_branches ({self.n_branches}); got {self.beam_width}: "
+                "the first level has only n_branches candidates"
+            )
+        for name, value, known in (
+            ("scoring", self.scoring, SCORINGS),
+            ("generation", self.generation, GENERATIONS),
+        ):
+            if value not in known:
+                raise ValueError(f"{name} must be one of {', '.join(known)}; got {value!r}")
 
 
 def call_budget(
@@ -181,232 +149,307 @@ def call_budget(
     return expansions * (per_expansion + n_branches) + 1
 
 
-def build_tot(
-    settings: LoopSettings,
-    *,
-    n_branches: int,
-    beam_width: int,
-    max_depth: int,
-    scoring: str,
-    generation: str,
-    options: Mapping[str, object] | None = None,
-) -> LoopBuilder:
-    """The uncompiled Tree-of-Thoughts graph."""
-    policy: RetryPolicy | None = settings.retry_policy
+# --- starting the search and going on ---------------------------------------------------
 
-    def opening(state: ToTState, run: LoopSettings) -> dict[str, object]:
-        update: dict[str, object] = {
-            "problem": question_text(state.get("messages", [])),
-            "branches": [Branch(thoughts=[], score=0.0)],
-            "depth": 0,
-            "candidates": None,
-            "best_path": [],
-            "stop_reason": "",
-            "failures": None,
-        }
-        if not update["problem"]:
-            update.update(status="error", error="the last user message has no text")
-        elif not settings.budget.allows(state, steps=LEVEL_STEPS):
-            update["stop_reason"] = "step_limit"
-            if not settings.budget.allows(state, steps=ANSWER_STEPS):
-                update["status"] = "max_iterations"
-        return update
 
-    def expand(payload: Expansion, step: Step) -> LogicOf[ToTState]:
-        run = step.run
-        state = {key: value for key, value in payload.items() if key != "branch"}
-        branch = payload["branch"]
-        problem = request_of(state)
-        ask = step.ask(state)
-        form = RequestForm(prompts.TOT_SYSTEM)
-        path = list(branch["thoughts"])
-        shown = render_path(path)
-        small = needs_guided_steps(run.chat_model)
-        history = earlier_turns(state, run)
-        if generation == "propose":
-            text = prompts.TOT_PROPOSE.format(problem=problem, path=shown, n=n_branches)
-            capped = proposal_settings(n_branches) if small else None
-            reply, update = yield from call_model(
-                ask.call(
-                    [*history, HumanMessage(text)], form, model_settings=capped, purpose="proposal"
-                )
-            )
-            thoughts = parse_thoughts(content_text(reply.content), n_branches)
-            cut = cut_short(reply)
-        else:
-            requests = [
-                HumanMessage(
-                    prompts.TOT_SAMPLE.format(problem=problem, path=shown, k=k, n=n_branches)
-                )
-                for k in range(1, n_branches + 1)
-            ]
-            capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]} if small else None
-            outcomes = yield from in_parallel(
-                [
-                    call_model(
-                        ask.call([*history, r], form, model_settings=capped, purpose="proposal")
-                    )
-                    for r in requests
-                ]
-            )
-            answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
-            if not answered:
-                raise all_failed(outcomes)
-            replies = [reply for reply, _ in answered if not cut_short(reply)]
-            cut = False
-            update = {
-                "llm_calls": sum(part["llm_calls"] for _, part in answered),
-                "usage": empty_usage(),
-            }
-            for _, part in answered:
-                update["usage"] = add_usage(update["usage"], part["usage"])
-            update["llm_calls"] += failed_requests(outcomes)
-            thoughts = [
-                text[:MAX_THOUGHT_CHARS]
-                for text in (content_text(reply.content).strip() for reply in replies)
-                if text
-            ]
-        candidates = [
-            Candidate(
-                thoughts=[*path, thought],
-                score=None,
-                parent=branch["parent"],
-                index=index,
-                answer="" if cut else answer_in(thought) or "",
-            )
-            for index, thought in enumerate(thoughts)
-        ]
-        return {**update, "candidates": candidates}
+def opening(state: ToTState, run: LoopSettings) -> dict[str, object]:
+    """The search's starting values (the root alone in the beam), written by ``prepare``.
 
-    def score_branches(state: ToTState, step: Step) -> LogicOf[ToTState]:
-        depth = state.get("depth", 0) + 1
-        candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
-        for candidate in candidates:
-            if candidate.get("answer"):
-                answer = candidate["answer"]
-                return {
-                    "status": "completed",
-                    "answer": answer,
-                    "problem": request_of(state),
-                    "messages": [AIMessage(answer, name=settings.agent_name)],
-                    "best_path": candidate["thoughts"],
-                    "depth": depth,
-                    "stop_reason": "answer",
-                }
-        failures = state.get("failures") or []
-        if failures:
-            return {"status": "error", "error": failures[0], "depth": depth}
-        if not candidates:
-            return {"depth": depth, "stop_reason": "dead_end"}
-        paths = [c["thoughts"] for c in candidates]
-        ask, history = step.ask(state), earlier_turns(state, step.run)
-        if scoring == "batched":
-            scores, update = yield from score_all(ask, request_of(state), paths, history=history)
-        else:
-            scores, update = yield from score_each(ask, request_of(state), paths, history=history)
-        scored = [
-            Candidate(**{**c, "score": float(s)}) for c, s in zip(candidates, scores, strict=True)
-        ]
-        order = sorted(range(len(scored)), key=lambda i: -float(scores[i]))
-        beam = [
-            Branch(thoughts=scored[i]["thoughts"], score=float(scores[i]))
-            for i in order[:beam_width]
-        ]
-        result: ToTState = {
-            **update,
-            "branches": beam,
-            "depth": depth,
-            "best_path": beam[0]["thoughts"],
-        }
-        if depth >= max_depth:
-            return {**result, "candidates": scored, "stop_reason": "max_depth"}
-        if not settings.budget.allows(state, steps=LEVEL_STEPS):
-            return {**result, "candidates": scored, "stop_reason": "step_limit"}
-        # None empties the list (see ``extend_candidates``): an update the state's type
-        # does not name.
-        return {**result, "candidates": None}  # type: ignore[typeddict-item]
+    A run whose last user message has no text ends with ``status="error"``; when the
+    budget allows no level, the search stops at once (``stop_reason="step_limit"``), and
+    when it does not even allow ``final_answer``, the run ends ``"max_iterations"``.
+    """
+    update: dict[str, object] = {
+        "problem": question_text(state.get("messages", [])),
+        "branches": [Branch(thoughts=[], score=0.0)],
+        "depth": 0,
+        "candidates": None,
+        "best_path": [],
+        "stop_reason": "",
+        "failures": None,
+    }
+    if not update["problem"]:
+        update.update(status="error", error="the last user message has no text")
+    elif not run.budget.allows(state, steps=LEVEL_STEPS):
+        update["stop_reason"] = "step_limit"
+        if not run.budget.allows(state, steps=ANSWER_STEPS):
+            update["status"] = "max_iterations"
+    return update
 
-    def final_answer(state: ToTState, step: Step) -> LogicOf[ToTState]:
-        beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
-        path = beam[0]["thoughts"]
-        text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
-        asked = [*earlier_turns(state, step.run), HumanMessage(text)]
-        reply, update = yield from call_model(
-            step.ask(state).call(asked, RequestForm(prompts.TOT_SYSTEM))
-        )
-        said = "" if cut_short(reply) else content_text(reply.content).strip()
-        answer = answer_in(said) or said
-        status: Status = (
-            "completed" if answer and state.get("stop_reason") != "step_limit" else "max_iterations"
-        )
-        if not answer:
-            answer = path[-1] if path else ""
-        return {
-            **update,
-            "answer": answer,
-            "status": status,
-            # The streamed reply, kept under its id with the answer as its text.
-            "messages": [answer_message(reply, answer)],
-            "best_path": path,
-            "problem": request_of(state),
-        }
 
-    def contained(logic: Callable[[Expansion, Step], LogicOf[ToTState]]) -> LogicFactory:
-        """Guard a concurrent task: its error becomes a failure record, not a status write."""
-        guarded = guard(logic, policy)
+def expansions(state: ToTState) -> list[Send]:
+    """One ``expand`` task per branch of the beam, each given the run's state (as the
+    ``before_model`` hooks left it) and its branch."""
+    return [
+        Send("expand", Expansion(**state, branch=Growing(thoughts=branch["thoughts"], parent=i)))
+        for i, branch in enumerate(state.get("branches") or [])
+    ]
 
-        def run(state: ToTState, step: Step) -> LogicOf[ToTState]:
-            # The task's own update, or the guard's (its error, or the task's update with
-            # the retries counted): keys of the loop's state either way.
-            update = cast(ToTState, (yield from guarded(state, step)))
-            if update.get("status") == "error":
-                failed: ToTState = {
-                    "failures": [update.get("error") or "expansion failed"],
-                    "llm_calls": update.get("llm_calls", 0),
-                    "retries": update.get("retries", 0),
-                }
-                if "messages" in update:  # a refusal's reply, which the chat shows
-                    failed["messages"] = update["messages"]
-                return failed
-            return update
 
-        return run
+@dataclass(frozen=True)
+class LevelRouter:
+    """How the search goes on after ``prepare`` and after each level's scoring.
 
-    def expansions(state: ToTState) -> list[Send]:
-        """One ``expand`` task per branch of the beam, each given the run's state (as the
-        ``before_model`` hooks left it) and its branch."""
-        return [
-            Send(
-                "expand", Expansion(**state, branch=Growing(thoughts=branch["thoughts"], parent=i))
-            )
-            for i, branch in enumerate(state.get("branches") or [])
-        ]
+    Attributes:
+        hooked: Whether ``before_model`` hooks run before a level: their last node then
+            sends the level's tasks (see ``LoopGraph.add_model_step``).
+    """
 
-    # With ``before_model`` hooks a level enters them once, and their last node sends
-    # the tasks (see ``LoopGraph.add_model_step``).
-    hooked = bool(settings.middleware.with_hook("before_model"))
+    hooked: bool
 
-    def next_level(state: ToTState) -> str | list[Send]:
+    def next_level(self, state: ToTState) -> str | list[Send]:
         """Expand the beam again, or answer once the search has stopped (after ``prepare``
         the only stop reason is "step_limit")."""
         if state.get("status") != "running":
             return END
         if state.get("stop_reason"):
             return "final_answer"
-        return "expand" if hooked else expansions(state)
+        return "expand" if self.hooked else expansions(state)
 
+
+# --- expanding a branch -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How an ``expand`` task asks for the next thoughts of its branch.
+
+    Attributes:
+        ask: The step's model calls.
+        history: The conversation's earlier turns, read before the prompt.
+        problem: The problem as the run's last request shows it.
+        shown: The branch's thoughts, numbered (``render_path``).
+        small: Whether the model is a small one whose thought replies are capped.
+    """
+
+    ask: ModelCaller
+    history: list[AnyMessage]
+    problem: str
+    shown: str
+    small: bool
+
+    def call(self, text: str, capped: Mapping[str, object]) -> ModelCall:
+        """A proposal call with the prompt ``text``, its reply ``capped`` on a small model."""
+        form = RequestForm(prompts.TOT_SYSTEM)
+        model_settings = capped if self.small else None
+        asked = [*self.history, HumanMessage(text)]
+        return self.ask.call(asked, form, model_settings=model_settings, purpose="proposal")
+
+
+class Thoughts(NamedTuple):
+    """The next thoughts proposed for a branch: their ``texts``, whether the reply was
+    ``cut`` short (none of them is then taken as an answer), and the calls' ``spend``."""
+
+    texts: list[str]
+    cut: bool
+    spend: ModelSpend
+
+
+def propose_thoughts(asking: Asking, count: int) -> Generator[Request, Any, Thoughts]:
+    """The "propose" generation: one call lists ``count`` next thoughts."""
+    text = prompts.TOT_PROPOSE.format(problem=asking.problem, path=asking.shown, n=count)
+    reply, spend = yield from call_model(asking.call(text, proposal_settings(count)))
+    return Thoughts(parse_thoughts(content_text(reply.content), count), cut_short(reply), spend)
+
+
+def sample_thoughts(asking: Asking, count: int) -> Generator[Request, Any, Thoughts]:
+    """The "sample" generation: ``count`` concurrent calls, one thought each. A reply cut
+    short is left out, a failed call counts its requests; when every call failed, the
+    first failure is raised."""
+    texts = [
+        prompts.TOT_SAMPLE.format(problem=asking.problem, path=asking.shown, k=k, n=count)
+        for k in range(1, count + 1)
+    ]
+    capped = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]}
+    outcomes = yield from in_parallel([call_model(asking.call(text, capped)) for text in texts])
+    answered = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+    if not answered:
+        raise all_failed(outcomes)
+    spend: ModelSpend = {"llm_calls": failed_requests(outcomes), "usage": empty_usage()}
+    for _, part in answered:
+        spend = spent_together(spend, part)
+    said = (content_text(reply.content).strip() for reply, _ in answered if not cut_short(reply))
+    return Thoughts([text[:MAX_THOUGHT_CHARS] for text in said if text], False, spend)
+
+
+def expand(payload: Expansion, step: Step, *, options: SearchOptions) -> LogicOf[ToTState]:
+    """Grow one branch of the beam (an ``expand`` task): ask for ``n_branches`` next
+    thoughts and make each a candidate, its ``answer`` the thought's ``ANSWER:`` (none when
+    the reply was cut short)."""
+    state = {key: value for key, value in payload.items() if key != "branch"}
+    branch = payload["branch"]
+    asking = Asking(
+        ask=step.ask(state),
+        history=earlier_turns(state, step.run),
+        problem=request_of(state),
+        shown=render_path(branch["thoughts"]),
+        small=needs_guided_steps(step.run.chat_model),
+    )
+    if options.generation == "propose":
+        thoughts = yield from propose_thoughts(asking, options.n_branches)
+    else:
+        thoughts = yield from sample_thoughts(asking, options.n_branches)
+    candidates = [
+        Candidate(
+            thoughts=[*branch["thoughts"], thought],
+            score=None,
+            parent=branch["parent"],
+            index=index,
+            answer="" if thoughts.cut else answer_in(thought) or "",
+        )
+        for index, thought in enumerate(thoughts.texts)
+    ]
+    return {**thoughts.spend, "candidates": candidates}
+
+
+def as_failure(update: ToTState) -> ToTState:
+    """A concurrent task's update as its level keeps it: an error becomes a failure record
+    (the level's scoring ends the run with it), so no task's status write clobbers
+    another's; any other update stays as it is."""
+    if update.get("status") != "error":
+        return update
+    failed: ToTState = {
+        "failures": [update.get("error") or "expansion failed"],
+        "llm_calls": update.get("llm_calls", 0),
+        "retries": update.get("retries", 0),
+    }
+    if "messages" in update:  # a refusal's reply, which the chat shows
+        failed["messages"] = update["messages"]
+    return failed
+
+
+def contained(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
+    """Guard a concurrent task (see ``guard``): its error becomes a failure record
+    (``as_failure``), not a status write."""
+    guarded = guard(logic, policy)
+
+    def run(state: ToTState, step: Step) -> LogicOf[ToTState]:
+        # The task's own update, or the guard's (its error, or the task's update with the
+        # retries counted): keys of the loop's state either way.
+        return as_failure(cast(ToTState, (yield from guarded(state, step))))
+
+    return run
+
+
+# --- closing a level, and finishing -----------------------------------------------------
+
+
+def ranked(
+    candidates: list[Candidate], scores: list[int], beam_width: int
+) -> tuple[list[Candidate], list[Branch]]:
+    """The candidates with their scores, and the ``beam_width`` best as the new beam, best
+    first (ties go to the earlier candidate)."""
+    scored = [
+        Candidate(**{**c, "score": float(s)}) for c, s in zip(candidates, scores, strict=True)
+    ]
+    order = sorted(range(len(scored)), key=lambda i: -float(scores[i]))
+    beam = [
+        Branch(thoughts=scored[i]["thoughts"], score=float(scores[i])) for i in order[:beam_width]
+    ]
+    return scored, beam
+
+
+def score_branches(state: ToTState, step: Step, *, options: SearchOptions) -> LogicOf[ToTState]:
+    """Close a level: the first candidate holding an answer ends the search (``finish``);
+    a failed task ends the run with its error; otherwise the candidates are scored and
+    the best ``beam_width`` kept. The search stops at ``max_depth`` levels, when the run's
+    budget allows no further level, or (no candidates) at a dead end."""
+    depth = state.get("depth", 0) + 1
+    candidates = sorted(state.get("candidates") or [], key=lambda c: (c["parent"], c["index"]))
+    answering = next((c for c in candidates if c.get("answer")), None)
+    if answering is not None:
+        answer = answering["answer"]
+        said = AIMessage(answer, name=step.run.agent_name)
+        found = finish(state, answering["thoughts"], answer, "completed", said)
+        return {**found, "depth": depth, "stop_reason": "answer"}
+    failures = state.get("failures") or []
+    if failures:
+        return {"status": "error", "error": failures[0], "depth": depth}
+    if not candidates:
+        return {"depth": depth, "stop_reason": "dead_end"}
+    paths = [c["thoughts"] for c in candidates]
+    ask, history = step.ask(state), earlier_turns(state, step.run)
+    if options.scoring == "batched":
+        scores, update = yield from score_all(ask, request_of(state), paths, history=history)
+    else:
+        scores, update = yield from score_each(ask, request_of(state), paths, history=history)
+    scored, beam = ranked(candidates, scores, options.beam_width)
+    result: ToTState = {
+        **update,
+        "branches": beam,
+        "depth": depth,
+        "best_path": beam[0]["thoughts"],
+    }
+    if depth >= options.max_depth:
+        return {**result, "candidates": scored, "stop_reason": "max_depth"}
+    if not step.run.budget.allows(state, steps=LEVEL_STEPS):
+        return {**result, "candidates": scored, "stop_reason": "step_limit"}
+    # None empties the list (see ``extend_candidates``): an update the state's type
+    # does not name.
+    return {**result, "candidates": None}  # type: ignore[typeddict-item]
+
+
+def finish(
+    state: ToTState, path: list[str], answer: str, status: Status, message: AIMessage
+) -> ToTState:
+    """The update every ending of the search with an answer writes: the ``answer`` reached
+    along ``path`` (the best path), the run's ``status``, the ``message`` the chat shows,
+    and the problem as the run's last request showed it."""
+    return {
+        "answer": answer,
+        "status": status,
+        "messages": [message],
+        "best_path": path,
+        "problem": request_of(state),
+    }
+
+
+def final_answer(state: ToTState, step: Step) -> LogicOf[ToTState]:
+    """The search's best-effort finish (after ``max_depth`` levels, a dead end or the step
+    limit): ask the best branch for the answer.
+
+    ``status="completed"`` when the reply gives text and the step limit did not stop the
+    search, else ``"max_iterations"``; a reply cut short counts as no text, and without
+    text the best branch's last thought is the answer.
+    """
+    beam = state.get("branches") or [Branch(thoughts=[], score=0.0)]
+    path = beam[0]["thoughts"]
+    text = prompts.TOT_FORCE_ANSWER.format(problem=request_of(state), path=render_path(path))
+    asked = [*earlier_turns(state, step.run), HumanMessage(text)]
+    reply, update = yield from call_model(
+        step.ask(state).call(asked, RequestForm(prompts.TOT_SYSTEM))
+    )
+    said = "" if cut_short(reply) else content_text(reply.content).strip()
+    answer = answer_in(said) or said
+    status: Status = (
+        "completed" if answer and state.get("stop_reason") != "step_limit" else "max_iterations"
+    )
+    if not answer:
+        answer = path[-1] if path else ""
+    # The streamed reply, kept under its id with the answer as its text.
+    return {**update, **finish(state, path, answer, status, answer_message(reply, answer))}
+
+
+def build_tot(
+    settings: LoopSettings, search: SearchOptions, options: Mapping[str, object] | None = None
+) -> LoopBuilder:
+    """The uncompiled Tree-of-Thoughts graph: its steps, bound to ``search``, wired."""
+    policy: RetryPolicy | None = settings.retry_policy
+    router = LevelRouter(hooked=bool(settings.middleware.with_hook("before_model"))).next_level
+    expanding = contained(partial(expand, options=search), policy)
     builder = new_graph(ToTState, ToTOutput, options or {}, loop="tot", settings=settings)
     builder.add_node(
-        "expand", as_node("expand", contained(expand), settings, guarded=False), retry_policy=policy
+        "expand", as_node("expand", expanding, settings, guarded=False), retry_policy=policy
     )
     if isinstance(builder, LoopGraph):
         builder.add_model_step("expand", fan_out=expansions)
-    add_step(builder, "score_branches", score_branches, settings, model_step=True)
+    scoring = partial(score_branches, options=search)
+    add_step(builder, "score_branches", scoring, settings, model_step=True)
     add_step(builder, "final_answer", final_answer, settings, model_step=True)
     # ``prepare`` reads the whole state, so the first level's tasks get the caller's keys.
-    add_start(builder, settings, opening, next_level, ["expand", "final_answer"])
+    add_start(builder, settings, opening, router, ["expand", "final_answer"])
     builder.add_edge("expand", "score_branches")
-    route(builder, "score_branches", next_level, ["expand", "final_answer"])
+    route(builder, "score_branches", router, ["expand", "final_answer"])
     builder.add_edge("final_answer", END)
     return builder
 
@@ -480,32 +523,8 @@ def create_tot_graph(
     """
 
     def build(settings: LoopSettings) -> LoopBuilder:
-        for name, count in (
-            ("n_branches", n_branches),
-            ("beam_width", beam_width),
-            ("max_depth", max_depth),
-        ):
-            check_positive(name, count)
-        if beam_width > n_branches:
-            raise ValueError(
-                f"beam_width must be <= n_branches ({n_branches}); got {beam_width}: the first "
-                "level has only n_branches candidates"
-            )
-        for name, value, known in (
-            ("scoring", scoring, SCORINGS),
-            ("generation", generation, GENERATIONS),
-        ):
-            if value not in known:
-                raise ValueError(f"{name} must be one of {', '.join(known)}; got {value!r}")
-        return build_tot(
-            settings,
-            n_branches=n_branches,
-            beam_width=beam_width,
-            max_depth=max_depth,
-            scoring=scoring,
-            generation=generation,
-            options=options,
-        )
+        search = SearchOptions(n_branches, beam_width, max_depth, scoring, generation)
+        return build_tot(settings, search, options)
 
     return compiled_loop("tot", build, model, None, options, takes_tools=False)
 
