@@ -180,8 +180,11 @@ def config_set(config: RunnableConfig) -> Iterator[None]:
 def takes_runtime(router: Callable[..., object]) -> bool:
     """Whether a router takes the runtime after the state (``router(state, runtime)``):
     LangGraph passes it only to routers that ask for it. Read from the signature, so a
-    bound method or a ``functools.partial`` counts only the parameters left to fill."""
-    return len(inspect.signature(router).parameters) > 1
+    bound method or a ``functools.partial`` counts only the parameters left to fill, and
+    keyword-only ones (a partial's bound options) do not count."""
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    parameters = inspect.signature(router).parameters.values()
+    return sum(parameter.kind in positional for parameter in parameters) > 1
 
 
 def node_callable(

@@ -61,6 +61,21 @@ def test_takes_runtime_counts_the_parameters_left_to_fill():
     assert takes_runtime(functools.partial(lambda x, state, runtime: "b", 1))
 
 
+def routes_with_options(state: Trail, *, options: str) -> str:
+    return options
+
+
+def routes_with_runtime_and_options(state: Trail, runtime: object, *, options: str) -> str:
+    return options
+
+
+def test_a_partials_bound_options_are_not_taken_for_the_runtime():
+    assert not takes_runtime(functools.partial(routes_with_options, options="b"))
+    assert takes_runtime(functools.partial(routes_with_runtime_and_options, options="b"))
+    router = functools.partial(routes_with_options, options="b")
+    assert graph_with(router).invoke({"status": "running"})["visited"] == ["a", "b"]
+
+
 @pytest.mark.parametrize(
     "state",
     [{"status": "error"}, {"status": "running", "scratch": {"hook_ended": True}}],
