@@ -6,8 +6,8 @@ the revision are decoded under grounded schemas: a claim and its tool input are 
 from the words of the question and the draft, the tool is one of the run's tools, and
 the revision from the words of the question, the draft, the evidence that bears on each
 claim and a few verdict words. The evidence shown for a claim is the tool result's
-sentences that share the most words with it. The graph's nodes are in
-``loopgraphs.graphs.critic``.
+sentences that share the most words with it. The steps that use these are in
+``loopgraphs.graphs.critic_steps``.
 """
 
 from __future__ import annotations
