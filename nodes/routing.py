@@ -12,6 +12,7 @@ Both lead through the middleware's hook nodes where there are some (see
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -56,7 +57,8 @@ def route(
     if wiring is not None:
         guarded = _through_hooks(guarded, wiring, source)
         targets = [*targets, *wiring.jump_targets(source).values()]
-    name = getattr(router, "__name__", None) or f"route_{source}"  # a partial has none
+    named = router.func if isinstance(router, functools.partial) else router
+    name = getattr(named, "__name__", None) or f"route_{source}"
     path = untraced_callable(guarded, None, name=name)  # pragma: no mutate
     builder.add_conditional_edges(source, path, list(dict.fromkeys([*targets, END])))
 

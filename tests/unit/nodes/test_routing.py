@@ -96,3 +96,9 @@ def test_while_running_leads_on_only_while_the_run_is_running():
     assert router({"status": "running"}) == "b"
     assert router({"status": "completed"}) == END
     assert router({}) == END
+
+
+def test_a_partial_router_keeps_its_functions_name_on_the_edge():
+    graph = graph_with(functools.partial(routes_with_options, options="b"))
+    assert list(graph.builder.branches["a"]) == ["routes_with_options"]
+    assert list(graph_with(lambda state: "b").builder.branches["a"]) == ["<lambda>"]
