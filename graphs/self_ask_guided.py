@@ -13,7 +13,8 @@ every mode the follow-up after the first answer asks the fact the question still
 of that answer (``next_follow_up``), and a read names a fact of the result's closest
 sentences (``fact_of``), so that a question phrased as users ask it ("What is the
 profession of Ada Quinlan's mentor?") does not end on "Who is Bram Oster?" and "Born".
-The graph's nodes are in ``loopgraphs.graphs.self_ask``.
+The turns that use them are in ``loopgraphs.graphs.self_ask_guided_turns``, the graph's
+steps in ``loopgraphs.graphs.self_ask_steps``.
 """
 
 from __future__ import annotations
