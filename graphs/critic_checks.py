@@ -32,8 +32,6 @@ from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
-NO_RESULT = "Error: the tool returned no result."
-
 
 class ClaimCheck(BaseModel):
     """One claim of the draft and how to verify it."""
@@ -228,7 +226,9 @@ def checked_claims(state: CriticState, fence: str) -> list[CheckedClaim]:
         if call is not None and (call["name"], call["args"]) != (tool, item["args"]):
             tool, tool_input = call["name"], call["args"]
         result = results.get(item["id"])
-        observation = unfence(content_text(result.content), fence) if result else NO_RESULT
+        observation = (
+            unfence(content_text(result.content), fence) if result else prompts.NO_TOOL_RESULT
+        )
         checked.append(
             CheckedClaim(
                 claim=item["claim"],

@@ -26,8 +26,6 @@ from loopgraphs.toolkits.registry import ToolRegistry
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-NO_RESULT = "Error: the tool returned no result."
-
 
 def self_ask_text(tools: ToolRegistry, mode: str) -> str:
     """The loop's own system text in one tool mode, for a set of tools."""
@@ -143,7 +141,7 @@ def answered(state: SelfAskState) -> list[FollowUp]:
     found: list[FollowUp] = []
     for item in pending:
         result = results.get(item["id"])
-        answer = unfence(content_text(result.content), fence) if result else NO_RESULT
+        answer = unfence(content_text(result.content), fence) if result else prompts.NO_TOOL_RESULT
         tool = ran.get(item["id"], item["name"])
         found.append(FollowUp(question=item["question"], answer=answer, tool=tool))
     return [*state.get("follow_ups", []), *found]

@@ -77,6 +77,7 @@ from loopgraphs.prompts.self_ask import (
 from loopgraphs.prompts.shared import (
     CHAT_SYSTEM,
     FENCE_NOTE,
+    NO_TOOL_RESULT,
     NOTHING_YET,
     REFORMAT_JSON,
     RESPOND_SYSTEM,
@@ -112,6 +113,7 @@ __all__ = [
     "FORCE_FINAL_ANSWER",
     "NOTHING_YET",
     "NO_ANSWER",
+    "NO_TOOL_RESULT",
     "OBSERVATION",
     "PLANNER_NO_TOOLS",
     "PLANNER_SYSTEM",

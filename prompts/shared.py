@@ -13,6 +13,8 @@ CHAT_SYSTEM = "You are a helpful assistant. Answer the user's message directly a
 
 NOTHING_YET = "(none yet)"
 
+NO_TOOL_RESULT = "Error: the tool returned no result."
+
 REFORMAT_JSON = (
     "Your previous reply could not be parsed as the required JSON. Reply again with only "
     "one valid JSON object matching this schema, no other text:\n{schema}"

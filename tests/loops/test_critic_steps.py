@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
-from loopgraphs.graphs.critic_checks import NO_RESULT, checked_claims
+from loopgraphs import prompts
+from loopgraphs.graphs.critic_checks import checked_claims
 from loopgraphs.graphs.critic_steps import (
     RoundSteps,
     critique,
@@ -171,7 +172,7 @@ def test_checked_claims_read_each_result_from_its_tool_message():
     assert found["observation"] == "Construction ran from 1887 to 1889."
     assert (found["tool"], found["round"]) == ("note", 1)
     (missing,) = checked_claims({**state, "messages": state["messages"][:3]}, "")
-    assert missing["observation"] == NO_RESULT
+    assert missing["observation"] == prompts.NO_TOOL_RESULT
 
 
 def test_a_revision_before_the_last_round_goes_on():

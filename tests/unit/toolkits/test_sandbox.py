@@ -26,7 +26,10 @@ from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 INSIDE = {"notes.txt": "hello world", "sub/inner.txt": "inner text"}
-QUICK_S = 0.5
+# A hang guard, not a speed target: an expression the limits let through by mistake
+# (9**9**9, a path loop) runs for minutes, while a refused one takes milliseconds even on
+# a loaded machine; speed itself is measured in the benchmarks.
+HANG_S = 10.0
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
 
@@ -112,7 +115,7 @@ def test_file_tools_refuse_escapes(file_tools: tuple[BaseTool, BaseTool], path: 
     for tool in file_tools:
         started = time.perf_counter()
         result = tool.invoke({"path": path})
-        assert time.perf_counter() - started < QUICK_S
+        assert time.perf_counter() - started < HANG_S
         assert isinstance(result, str) and result.startswith("Error:"), (tool.name, result)
         assert SECRET not in result
         assert "passwd" not in result or "Error:" in result.splitlines()[0]
@@ -209,10 +212,10 @@ CALC_REFUSALS = [
 @pytest.mark.parametrize(
     ("expression", "reason"), CALC_REFUSALS, ids=[e[:25] for e, _ in CALC_REFUSALS]
 )
-def test_calculator_refuses_quickly(expression: str, reason: str) -> None:
+def test_calculator_refuses_without_computing(expression: str, reason: str) -> None:
     started = time.perf_counter()
     result = calculator.invoke({"expression": expression})
-    assert time.perf_counter() - started < QUICK_S
+    assert time.perf_counter() - started < HANG_S
     assert result.startswith("Error:"), result
     assert reason in result, result
 
@@ -245,11 +248,11 @@ def test_calculator_refuses_quickly(expression: str, reason: str) -> None:
         ).map("".join),
     )
 )
-def test_calculator_never_raises_and_stays_fast(expression: str) -> None:
+def test_calculator_never_raises_or_hangs(expression: str) -> None:
     started = time.perf_counter()
     result = calculator.invoke({"expression": expression})
     assert isinstance(result, str) and result
-    assert time.perf_counter() - started < QUICK_S, expression
+    assert time.perf_counter() - started < HANG_S, expression
 
 
 # ---------------------------------------------------------------- search
