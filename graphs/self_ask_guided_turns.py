@@ -7,7 +7,7 @@ is guided."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeAlias
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
@@ -35,11 +35,10 @@ from loopgraphs.graphs.self_ask_replies import best_answer, counts, new_call_id,
 from loopgraphs.graphs.self_ask_state import SelfAskState, TurnSteps
 from loopgraphs.models import capabilities
 from loopgraphs.nodes.driver import LogicOf
-from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
 from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
 from loopgraphs.nodes.grounding import tool_for
 from loopgraphs.nodes.history import earlier_turns
-from loopgraphs.nodes.model_call import JSON_TURN, ModelCall
+from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, first_accepted
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import (
     SelfAskTurn,
@@ -69,26 +68,19 @@ def guided_call(
     answered = any(f.get("tool") for f in state.get("follow_ups", []))
     require = None if final or answered else choice
     purpose = JSON_TURN if mode == "json" else None
-    rejected = 0
+    forms: list[Callable[[], ModelCall]] = []
     if mode == "json" and capabilities(run.chat_model).structured_output is not False:
         grounded = grounding(request_of(state), state.get("follow_ups", []), final=final)
-        form = guided_form(mode, tool, final=final, grounded=grounded)
-        call = ask.call(messages, form, tools=run.tools.tools, tool_choice=require, purpose=purpose)
-        try:
-            return (yield from call_model(call))
-        except Exception as exc:
-            if not is_form_rejection(exc):
-                raise
-            rejected = failed_calls(exc)
-    form = guided_form(mode, tool, final=final, grounded=None)
-    call = ask.call(messages, form, tools=run.tools.tools, purpose=purpose)
-    try:
-        reply, update = yield from call_model(call)
-    except Exception as exc:
-        mark_sent(exc, failed_calls(exc) + rejected)
-        raise
-    update["llm_calls"] += rejected
-    return reply, update
+        constrained = guided_form(mode, tool, final=final, grounded=grounded)
+        forms.append(
+            lambda: ask.call(
+                messages, constrained, tools=run.tools.tools, tool_choice=require, purpose=purpose
+            )
+        )
+    described = guided_form(mode, tool, final=final, grounded=None)
+    forms.append(lambda: ask.call(messages, described, tools=run.tools.tools, purpose=purpose))
+    _, outcome = yield from first_accepted(forms)
+    return outcome.reply, outcome.update
 
 
 def turn_messages(

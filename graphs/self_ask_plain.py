@@ -5,7 +5,7 @@ tool's answer belongs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall
@@ -25,8 +25,8 @@ from loopgraphs.graphs.self_ask_replies import (
 )
 from loopgraphs.graphs.self_ask_state import PendingFollowUp, SelfAskState, TurnSteps
 from loopgraphs.nodes.driver import LogicOf
-from loopgraphs.nodes.errors import failed_calls, is_form_rejection
-from loopgraphs.nodes.generate import answer_message, call_model
+from loopgraphs.nodes.generate import answer_message
+from loopgraphs.nodes.model_call import ModelCall, first_accepted
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.self_ask import SelfAskTurn, asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import content_text, cut_short
@@ -48,20 +48,16 @@ def plain_call(
     mode = state.get("tool_mode") or "none"
     ask = step.ask(state)
     tools = run.tools.tools if mode != "none" else []
-    rejected = 0
+    forms: list[tuple[str, Callable[[], ModelCall]]] = []
     if mode == "native":
         choice = required_choice(state, run)
-        call = ask.call(history, self_ask_form(mode), tools=tools, tool_choice=choice)
-        try:
-            reply, update = yield from call_model(call)
-            return {**counts(update), "messages": [reply], "tool_mode": mode}
-        except Exception as exc:
-            if not (run.tool_mode == "auto" and is_form_rejection(exc)):
-                raise
-            rejected, mode = failed_calls(exc), "text"
-    reply, update = yield from call_model(ask.call(history, self_ask_form(mode), tools=tools))
-    update["llm_calls"] += rejected
-    return {**counts(update), "messages": [reply], "tool_mode": mode}
+        native = self_ask_form("native")
+        forms.append(("native", lambda: ask.call(history, native, tools=tools, tool_choice=choice)))
+    if mode != "native" or run.tool_mode == "auto":
+        plain = "text" if mode == "native" else mode
+        forms.append((plain, lambda: ask.call(history, self_ask_form(plain), tools=tools)))
+    index, outcome = yield from first_accepted([make for _, make in forms])
+    return {**counts(outcome.update), "messages": [outcome.reply], "tool_mode": forms[index][0]}
 
 
 def required_choice(state: SelfAskState, run: LoopSettings) -> str | None:
