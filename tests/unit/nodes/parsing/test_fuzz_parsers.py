@@ -463,7 +463,7 @@ def test_complexity_check_catches_quadratic_code() -> None:
     """The check itself can fail: quadratic work is flagged, linear work is not."""
 
     def quadratic(text: str) -> int:
-        return sum(len(text[start:]) for start in range(0, len(text), 250))
+        return sum(len(text[start:]) for start in range(0, len(text), 50))
 
     def linear(text: str) -> int:
         return len(text.upper())
