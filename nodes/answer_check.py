@@ -100,11 +100,11 @@ def _prompt_text() -> str:
 
 
 @lru_cache(maxsize=1)
-def _templates() -> tuple[tuple[str, ...], ...]:
-    """The templates whose fixed text has ``ECHO_WORDS`` words or more, each as its
-    spaced fixed pieces, in order."""
+def _templates() -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """The templates whose fixed text has ``ECHO_WORDS`` words or more, each as the number
+    of words of its fixed text and its spaced fixed pieces, in order."""
     return tuple(
-        tuple(_spaced(piece) for piece in pieces)
+        (sum(map(len, pieces)), tuple(_spaced(piece) for piece in pieces))
         for pieces in _prompt_pieces()
         if len(pieces) > 1 and sum(map(len, pieces)) >= ECHO_WORDS
     )
@@ -136,19 +136,28 @@ def echoes_prompt(answer: str) -> bool:
     words in a row of one, or a filled template's fixed text in order; it is a part of one
     (``ECHO_WORDS - 1`` words or more); or it is a prompt's slot left unfilled (``<answer>``
     as written, or "the final answer")."""
-    said = words(answer[:SCAN_CHARS])
+    return _echoes(answer, words(answer[:SCAN_CHARS]))
+
+
+def _echoes(answer: str, said: tuple[str, ...]) -> bool:
+    """``echoes_prompt`` with the words of the answer's first ``SCAN_CHARS`` characters
+    (``said``) read already."""
     if not said:
         return False
     written, spoken = _slots()
     if answer.strip().strip(".") in written or said in spoken:
         return True
-    runs = prompt_runs()
-    if any(run in runs for run in _runs(said, ECHO_WORDS)):
-        return True
+    if len(said) >= ECHO_WORDS:
+        runs = prompt_runs()
+        if any(run in runs for run in _runs(said, ECHO_WORDS)):
+            return True
+    if len(said) < ECHO_WORDS - 1:
+        return False  # too short for a part of a prompt, or a filled template
     spaced = _spaced(said)
-    if len(said) >= ECHO_WORDS - 1 and spaced in _prompt_text():
+    if spaced in _prompt_text():
         return True
-    return any(_fills(spaced, template) for template in _templates())
+    # A filled template holds every word of its fixed text.
+    return any(_fills(spaced, pieces) for size, pieces in _templates() if size <= len(said))
 
 
 def _said(answer: str) -> tuple[str, ...]:
@@ -161,13 +170,21 @@ def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:
     one longer than a value (``ATOMIC_WORDS``)."""
     if len(answer) > SCAN_CHARS:
         return False
-    said = _said(answer)
+    return _copied(_said(answer), messages)
+
+
+def _copied(said: tuple[str, ...], messages: Sequence[AnyMessage]) -> bool:
+    """``copied_result`` with the answer's words (``_said``) read already."""
     for message in messages:
         if isinstance(message, ToolMessage):
-            text = strip_fence(content_text(message.content))
-            result = words(text)
-            failed = message.status == "error" or text.startswith("Error:")
-            if said == result and (failed or len(result) > ATOMIC_WORDS):
+            raw = content_text(message.content)
+            # "Error:" inside the fence is in the whole text too (a cheaper look first).
+            failed = message.status == "error" or (
+                "Error:" in raw and strip_fence(raw).startswith("Error:")
+            )
+            if not failed and len(said) <= ATOMIC_WORDS:
+                continue  # as short as a value: only a failed result copied counts
+            if said == words(strip_fence(raw)):
                 return True
     return False
 
@@ -175,15 +192,19 @@ def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:
 def repeats_question(answer: str, messages: Sequence[AnyMessage], start: int) -> bool:
     """Whether the answer is the user's question repeated (the last human message before
     the run's own messages; one of ``QUESTION_WORDS`` words or more)."""
+    if len(answer) > SCAN_CHARS:
+        return False
+    return _repeats(_said(answer), messages, start)
+
+
+def _repeats(said: tuple[str, ...], messages: Sequence[AnyMessage], start: int) -> bool:
+    """``repeats_question`` with the answer's words (``_said``) read already."""
+    if len(said) < QUESTION_WORDS:
+        return False  # shorter than any question it could repeat
     asked = next(
         (m for m in reversed(messages[:start] or messages) if isinstance(m, HumanMessage)), None
     )
-    if asked is None:
-        return False
-    question = words(content_text(asked.content))
-    if len(question) < QUESTION_WORDS or len(answer) > SCAN_CHARS:
-        return False
-    return _said(answer) == question
+    return asked is not None and said == words(content_text(asked.content))
 
 
 def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str:
@@ -197,13 +218,17 @@ def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str
     Returns:
         A phrase that completes "the model's reply ..." or "" for a usable answer.
     """
-    if not _said(answer[:SCAN_CHARS]):
+    scanned = answer[:SCAN_CHARS]
+    said = _said(scanned)
+    if not said:
         return "said nothing"
-    if echoes_prompt(answer):
+    if _echoes(answer, words(scanned)):
         return "repeated the instructions it was given"
-    if copied_result(answer, messages):
+    if len(answer) > SCAN_CHARS:
+        return ""  # the checks below read only answers they can read whole
+    if _copied(said, messages):
         return "only copied a tool result"
-    if repeats_question(answer, messages, start):
+    if _repeats(said, messages, start):
         return "only repeated the question"
     return ""
 

@@ -44,7 +44,8 @@ def failed(message: ToolMessage) -> bool:
     observation (how the bundled tools and the tool guard report a refused input)."""
     if message.status == "error":
         return True
-    return strip_fence(content_text(message.content)).startswith("Error:")
+    text = content_text(message.content)
+    return "Error:" in text and strip_fence(text).startswith("Error:")
 
 
 def says_nothing(answer: str, fence: str) -> bool:
@@ -65,16 +66,21 @@ def _last_call(
 ) -> tuple[ToolCall | None, ToolMessage | None]:
     """The run's last tool call that succeeded, and its result (None, None when none did):
     a repeated call answered from history, say, is an error and is passed over."""
-    calls: dict[str, ToolCall] = {}
-    found: tuple[ToolCall | None, ToolMessage | None] = (None, None)
-    for message in messages[start:]:
-        if isinstance(message, AIMessage):
-            calls.update((call["id"] or "", call) for call in message.tool_calls)
-        elif isinstance(message, ToolMessage) and not failed(message):
-            call = calls.get(message.tool_call_id)
-            if call is not None:
-                found = (call, message)
-    return found
+    # Read from the end: the last result that succeeded, and the latest call of its id
+    # made before it in the run (as a reading from the start that notes each call and
+    # each answered one would end with).
+    for index in range(len(messages) - 1, start - 1, -1):
+        result = messages[index]
+        if not isinstance(result, ToolMessage) or failed(result):
+            continue
+        for earlier in range(index - 1, start - 1, -1):
+            message = messages[earlier]
+            if not isinstance(message, AIMessage):
+                continue
+            for call in reversed(message.tool_calls):
+                if (call["id"] or "") == result.tool_call_id:
+                    return call, result
+    return None, None
 
 
 def restated_answer(

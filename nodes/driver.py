@@ -163,13 +163,18 @@ def _commands_of(result: object) -> Sequence[Command[object]]:
 NextStep = Callable[[CommonState, Sequence[object], LoopRuntime], str | list[Send]]
 
 
-@contextlib.contextmanager
-def config_set(config: RunnableConfig) -> Iterator[None]:
+def config_set(config: RunnableConfig) -> contextlib.AbstractContextManager[None]:
     """The node's config as the current one, on Python 3.10 (from 3.11 LangGraph runs an
-    async node in it already): ``interrupt()`` and ``get_config()`` read it there."""
-    if not PASS_ASYNC_CONFIG:
-        yield
-        return
+    async node in it already, and this sets nothing): ``interrupt()`` and ``get_config()``
+    read it there."""
+    return _config_set(config) if PASS_ASYNC_CONFIG else _NOTHING_SET
+
+
+_NOTHING_SET: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _config_set(config: RunnableConfig) -> Iterator[None]:
     token = var_child_runnable_config.set(config)
     try:
         yield

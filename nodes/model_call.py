@@ -46,7 +46,14 @@ from langgraph.types import Command
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.chat_relay import current_relay
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
-from loopgraphs.nodes.model_send import PLAIN, LoopRequest, Reader, RequestForm, prepare
+from loopgraphs.nodes.model_send import (
+    PLAIN,
+    LoopRequest,
+    Reader,
+    RequestForm,
+    prepare,
+    unbound,
+)
 from loopgraphs.nodes.parsing.text import content_text, refusal_of
 from loopgraphs.state import LoopRuntime, ModelSpend, Usage, add_usage, empty_usage, usage_of
 
@@ -70,7 +77,8 @@ class Spent:
 
     def add(self, reply: AIMessage) -> None:
         self.calls += 1
-        self.usage = add_usage(self.usage, usage_of(reply))
+        used = usage_of(reply)
+        self.usage = add_usage(self.usage, used) if self.calls > 1 else used
 
     def response(
         self, read: Reader, output: object, error: Exception | None, name: str | None
@@ -218,7 +226,11 @@ class ModelCall:
 
         def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            output, error = attempt(lambda given: runnable.invoke(given, sent), prompt)
+            target, options = unbound(runnable)
+            try:
+                output, error = target.invoke(prompt, sent, **options), None
+            except Exception as exc:
+                output, error = None, exc
             return spent.response(read, output, error, self.name)
 
         with spent:
@@ -232,7 +244,11 @@ class ModelCall:
 
         async def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
-            output, error = await attempt_async(runnable.ainvoke(prompt, passed))
+            target, options = unbound(runnable)
+            try:
+                output, error = await target.ainvoke(prompt, passed, **options), None
+            except Exception as exc:
+                output, error = None, exc
             return spent.response(read, output, error, self.name)
 
         with spent:
@@ -390,7 +406,7 @@ def first_accepted(
                 raise
             refused += failed_calls(exc)
             continue
-        return index, replace(outcome, calls=outcome.calls + refused)
+        return index, replace(outcome, calls=outcome.calls + refused) if refused else outcome
     raise ValueError("first_accepted needs at least one form")
 
 

@@ -18,15 +18,16 @@ caller's ``system_prompt``) in one system message.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
@@ -112,19 +113,20 @@ def prepare(
     system = joined_system(request.system_message, text)
     head = [system] if system is not None else []
     strategy = request.response_format
-    prompt: list[BaseMessage] = [*head, *request.messages]
     if isinstance(strategy, ToolStrategy):
-        return _tool_level(model, strategy), prompt, _read_tool_schema
+        return _tool_level(model, strategy), [*head, *request.messages], _read_tool_schema
     if strategy is not None:
         schema = strategy.schema if isinstance(strategy, ProviderStrategy) else strategy
         refused = isinstance(strategy, ProviderStrategy) and strategy.schema_spec.strict is False
         sender, wrapped = _json_level(model, schema_tool(schema)[0], strict=not refused)
-        return sender, prompt, _provider_reader(wrapped)
+        return sender, [*head, *request.messages], _provider_reader(wrapped)
     if form.tools == "bind" or not registry:
         settings = request.model_settings
-        runnable: Sender = model.bind(**settings) if settings else model
+        runnable: Sender
         if request.tools:
             runnable = bound_model(model, request.tools, request.tool_choice, settings)
+        else:
+            runnable = model.bind(**settings) if settings else model
         return runnable, [*head, *as_written(request.messages)], _read_reply
     body = form.render(request.messages, registry) if form.render else as_written(request.messages)
     if form.tools == "schema":
@@ -335,6 +337,29 @@ def bound_model(
         bound = model.bind_tools(list(tools), **options, **(settings or {}))
         cached = _bound[key] = (model, list(tools), bound)
     return cached[2]
+
+
+def unbound(runnable: Sender) -> tuple[Sender, Mapping[str, Any]]:
+    """The runnable a request goes to and the keyword arguments it goes with: a chat model
+    bound to keyword arguments alone (what ``bind_tools`` and ``bind`` make: a
+    ``RunnableBinding`` that calls as ``RunnableBinding`` does, with no config of its own)
+    is called with them itself, as the binding would call it, without the binding's merge
+    of the run's config into a copy on every call (the model reads the run's config
+    itself). Any other runnable as it is."""
+    kind = type(runnable)
+    if (
+        isinstance(runnable, RunnableBinding)
+        and kind.invoke is RunnableBinding.invoke
+        and kind.ainvoke is RunnableBinding.ainvoke
+        and isinstance(runnable.bound, BaseChatModel)
+        and not runnable.config
+        and not runnable.config_factories
+    ):
+        return runnable.bound, runnable.kwargs
+    return runnable, _NO_OPTIONS
+
+
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 
 
 def action_schema(

@@ -198,11 +198,12 @@ class ToolGuard:
         state: Mapping[str, object] = request.state if isinstance(request.state, Mapping) else {}
         scratch = scratch_of(state)
         call = request.tool_call
-        decision = (scratch.get("reviews") or {}).get(call["id"] or "")
-        answered = answer_without_running(call, decision)
-        if answered is not None:
-            return answered
+        reviews = scratch.get("reviews")
+        decision = reviews.get(call["id"] or "") if reviews else None
         if decision:
+            answered = answer_without_running(call, decision)
+            if answered is not None:
+                return answered
             call = reviewed_call(call, decision)
             tool = self.registry.get(call["name"])
             request = request.override(tool_call=call, **({"tool": tool} if tool else {}))
@@ -214,25 +215,23 @@ class ToolGuard:
             return request
         messages = messages_of(state)
         start = int(scratch.get("transcript_start") or 0)
-        last = next(
-            (
-                i
-                for i in range(len(messages) - 1, start - 1, -1)
-                if isinstance(messages[i], AIMessage)
-            ),
-            len(messages),
-        )
+        last = len(messages)  # the run's last reply, whose calls this step runs
+        for index in range(last - 1, start - 1, -1):
+            if isinstance(messages[index], AIMessage):
+                last = index
+                break
         before = earlier_calls(getattr(request.runtime, "config", None))
         current = messages[last] if last < len(messages) else None
         made, same = 0, []  # calls of the run before this one; those identical to it
-        for message in [*before, *messages[start : last + 1]]:
+        name, call_id = call["name"], call["id"]
+        for message in (*before, *messages[start : last + 1]):
             if not isinstance(message, AIMessage):
                 continue
             for earlier in message.tool_calls:
-                if message is current and earlier["id"] == call["id"]:
+                if message is current and earlier["id"] == call_id:
                     break
                 made += 1
-                if earlier["name"] == call["name"] and _same_args(earlier, call):
+                if earlier["name"] == name and _same_args(earlier, call):
                     same.append(earlier)
         if self.max_tool_calls is not None and made >= self.max_tool_calls:
             return _error(
@@ -280,7 +279,8 @@ class ToolGuard:
         if isinstance(result, list):
             return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
-            return self._fenced(result, fence, request.tool_call["name"], _own_handler(request))
+            verbatim = result.status == "error" and _own_handler(request)
+            return self._fenced(result, fence, request.tool_call["name"], verbatim)
         update = result.update
         if result.graph is None and result.goto not in ((), [], None, END):
             return _error(

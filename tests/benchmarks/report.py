@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+INSTRUCTIONS_TARGET = 0.95
+"""ReAct's instructions per model call against create_agent's: LangGraph's own floor (a
+bare model node and ``ToolNode``) counts 0.91×."""
+
 
 def ratio(s: dict[str, Any] | None, digits: int = 2, unit: str = "×") -> str:
     if not s:
@@ -96,8 +100,8 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
                 f"ReAct / create_agent, instructions per model call (callgrind), "
                 f"N={row['tool_calls']}{with_middleware(row)} ({row['mode']})",
                 f"{row['ratio_vs_create_agent']:.3f}×",
-                "≤ 1.0×",
-                verdict(row["ratio_vs_create_agent"] <= 1.0),
+                f"≤ {INSTRUCTIONS_TARGET}×",
+                verdict(row["ratio_vs_create_agent"] <= INSTRUCTIONS_TARGET),
             ]
         )
     local = results.get("local") or {}
