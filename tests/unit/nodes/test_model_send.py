@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableBinding, RunnableLambda
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
@@ -23,6 +25,7 @@ from loopgraphs.nodes.model_send import (
     schema_tool,
 )
 from loopgraphs.toolkits.registry import ToolRegistry
+from tests.support.fakes import ScriptedChatModel
 
 
 @tool
@@ -245,3 +248,60 @@ def test_a_model_is_bound_once_per_tools_choice_and_settings():
         model_send._bound[(n,)] = (None, [], None)
     bound_model(model, [echo], None)
     assert len(model_send._bound) == 1
+
+
+class _Handler(BaseCallbackHandler):
+    """Records the invocation parameters of each chat model call and its tags."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], list[str]]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.calls.append((kwargs.get("invocation_params") or {}, kwargs.get("tags") or []))
+
+
+def test_unbound_calls_a_tool_binding_s_model_with_its_arguments_and_keeps_the_run_config() -> None:
+    model = ScriptedChatModel(replies=[AIMessage("one"), AIMessage("two")])
+    binding = model.bind_tools([add], tool_choice="add")
+    target, options = model_send.unbound(binding)
+    assert target is model
+    assert set(options) == {"tools", "tool_choice"}
+    direct, through = _Handler(), _Handler()
+    prompt = [HumanMessage("hi")]
+    target.invoke(prompt, {"callbacks": [direct], "tags": ["run"]}, **options)
+    binding.invoke(prompt, {"callbacks": [through], "tags": ["run"]})
+    assert direct.calls == through.calls
+    assert model.tool_sets == [["add"], ["add"]]
+    assert model.tool_choices[0] == model.tool_choices[1]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda m: m.bind_tools([add]).with_config(tags=["own"]), id="own-config"),
+        pytest.param(lambda m: m.with_structured_output(ADD_SCHEMA), id="structured-chain"),
+        pytest.param(lambda m: m, id="the-model-itself"),
+        pytest.param(lambda m: RunnableLambda(lambda x: x).bind(n=1), id="not-a-chat-model"),
+        pytest.param(lambda m: _OwnBinding(bound=m, kwargs={"stop": ["x"]}), id="own-invoke"),
+    ],
+)
+def test_unbound_leaves_every_other_runnable_as_it_is(make: Any) -> None:
+    runnable = make(ScriptedChatModel(replies=[], structured_output=True))
+    target, options = model_send.unbound(runnable)
+    assert target is runnable
+    assert dict(options) == {}
+
+
+class _OwnBinding(RunnableBinding[Any, Any]):
+    """A binding that does something of its own when invoked."""
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return super().invoke(input, config, **kwargs)
+
+
+class _AddArgs(BaseModel):
+    a: int
+    b: int
+
+
+ADD_SCHEMA = _AddArgs
