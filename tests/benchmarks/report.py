@@ -104,6 +104,17 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
                 verdict(row["ratio_vs_create_agent"] <= INSTRUCTIONS_TARGET),
             ]
         )
+    timed = results.get("evaluation") or {}
+    if "minutes" in timed:
+        rows.append(
+            [
+                f"full evaluation on the embedded model ({timed['runs']} runs, "
+                f"--limit {timed['limit']}), minutes",
+                f"{timed['minutes']:.1f}",
+                f"≤ {timed['target_minutes']:.0f}, accuracy no lower than the published table",
+                verdict(timed["met"]),
+            ]
+        )
     local = results.get("local") or {}
     if "cached_share" in local:
         kinds = ", ".join(local.get("kinds_used", ["run"]))
@@ -352,6 +363,7 @@ def render(results: dict[str, Any]) -> str:
             rows,
         )
     lines += instruction_lines(results.get("instructions"))
+    lines += evaluation_lines(results.get("evaluation"))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -390,4 +402,51 @@ def instruction_lines(section: dict[str, Any] | None) -> list[str]:
             "ReAct / create_agent (medians)",
         ],
         rows,
+    )
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def evaluation_lines(section: dict[str, Any] | None) -> list[str]:
+    """Section 6: the full evaluation's time and accuracy against the published table."""
+    lines = ["## 6. The full evaluation on the embedded model", ""]
+    if not section:
+        return [*lines, "Not run.", ""]
+    if "skipped" in section:
+        return [*lines, f"Not run: {section['skipped']}.", ""]
+    worse = section["worse_than_reference"]
+    against = (
+        f"the published table of {section['reference_date'][:10]}"
+        if section["reference_date"]
+        else "no published table at this limit"
+    )
+    lines += [
+        f"{section['runs']} runs ({', '.join(section['loops'])}; every suite, "
+        f"--limit {section['limit']}), one at a time on the embedded llama.cpp server: "
+        f"{section['minutes']:.1f} minutes ({section['seconds']:.0f} s; the server's start, "
+        f"{section['server_start_s']:.0f} s, not counted); target "
+        f"≤ {section['target_minutes']:.0f} minutes. Accuracy against {against}: "
+        + (f"lower in {', '.join(worse)}." if worse else "no row lower."),
+        "",
+    ]
+
+    def pair(row: dict[str, Any], key: str, shown: Any) -> str:
+        before = row[f"reference_{key}"]
+        return shown(row[key]) + ("" if before is None else f" ({shown(before)})")
+
+    rows = [
+        [
+            row["loop"],
+            row["suite"],
+            pair(row, "accuracy", percent),
+            pair(row, "calls", lambda v: f"{v:.1f}"),
+            pair(row, "tokens", lambda v: f"{v:,.0f}"),
+            pair(row, "latency_s", lambda v: f"{v:.2f}"),
+        ]
+        for row in section["rows"]
+    ]
+    return lines + table(
+        ["loop", "suite", "accuracy (published)", "calls", "tokens", "latency s"], rows
     )

@@ -9,11 +9,13 @@
 3. model calls and tokens per loop against the loops' budgets and the seeds' formulas;
 4. prompt-cache reuse and time outside the model on the embedded llama.cpp server;
 5. ReAct's instructions per model call against ``create_agent``'s, counted by callgrind
-   (when valgrind is installed): a measure that a busy machine does not move.
+   (when valgrind is installed): a measure that a busy machine does not move;
+6. the full evaluation (``loopgraphs eval --limit 10``) on the embedded model: its time
+   against the 12-minute target and its accuracy against the published table.
 
 Every timing is repeated and reported as the median with its spread (min–max); every
 ratio pairs two figures measured side by side in the same repeat. ``--quick`` runs a
-tiny configuration (used by the smoke test), ``--no-local`` skips section 4.
+tiny configuration (used by the smoke test), ``--no-local`` skips sections 4 and 6.
 """
 
 from __future__ import annotations
@@ -43,9 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--local-max-tokens", type=int, default=256)
     parser.add_argument("--local-threads", type=int, help="llama.cpp threads (default: all cores)")
     parser.add_argument(
+        "--eval-limit", type=int, help="items per suite in section 6 (default 10; quick: 1)"
+    )
+    parser.add_argument(
         "--only",
         help="comma-separated sections to re-run (overhead, concurrency, economy, local, "
-        "instructions); "
+        "instructions, evaluation); "
         "the others are kept from the existing results.json in --out",
     )
     return parser
@@ -77,7 +82,7 @@ def log(text: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-SECTIONS = ("overhead", "concurrency", "economy", "local", "instructions")
+SECTIONS = ("overhead", "concurrency", "economy", "local", "instructions", "evaluation")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,6 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if quick
             else instructions()
         )
+    if "evaluation" in only and args.no_local:
+        results["evaluation"] = {"skipped": "--no-local"}
+    elif "evaluation" in only:
+        log("6. the full evaluation on the embedded model")
+        from tests.benchmarks.evaluation import evaluation
+
+        try:
+            results["evaluation"] = evaluation(limit=args.eval_limit or (1 if quick else 10))
+        except (ImportError, FileNotFoundError, RuntimeError) as error:
+            results["evaluation"] = {"skipped": f"{type(error).__name__}: {error}"}
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     stamp = results["meta"]["reruns"][-1] if "reruns" in results["meta"] else results["meta"]
     stamp["load_average_at_end"] = [round(x, 2) for x in load] if load else None

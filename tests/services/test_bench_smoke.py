@@ -26,6 +26,7 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     data = json.loads((tmp_path / "results.json").read_text())
     assert {"meta", "overhead", "concurrency", "economy", "local", "instructions"} <= set(data)
     assert data["meta"]["machine"]["cores"] >= 1 and data["local"] == {"skipped": "--no-local"}
+    assert data["evaluation"] == {"skipped": "--no-local"}
 
     react = data["overhead"]["react_vs_alternatives"]
     assert [(row["middleware"], row["tool_calls"]) for row in react] == [
