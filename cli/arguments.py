@@ -105,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         "verify-classic ask multihop and verify in their old, single phrasing; or a JSONL or "
         "CSV file of your own questions",
     )
-    add_model_arguments(evaluate)
+    # The loops as the library runs them: a lower cap cuts replies their schemas would
+    # have ended, and the loops ask again.
+    add_model_arguments(evaluate, max_tokens=None)
     evaluate.add_argument("--limit", type=int, help="items per suite")
     evaluate.add_argument(
         "--max-iterations",
@@ -131,12 +133,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Model selection flags shared by the subcommands."""
+RUN_MAX_TOKENS = 256
+"""The cap on a reply for ``run`` and ``demo``: one question, shown as it goes."""
+
+
+def add_model_arguments(
+    parser: argparse.ArgumentParser, *, max_tokens: int | None = RUN_MAX_TOKENS
+) -> None:
+    """Model selection flags shared by the subcommands; ``max_tokens`` is the default cap
+    on a reply (None: the model's own, as ``load_model`` sets it)."""
     parser.add_argument("--model", help="'local', 'openai:<model>' or an OpenAI-compatible URL")
     parser.add_argument("--base-url", help="base URL of any OpenAI-compatible server")
     parser.add_argument("--gguf", help="path of a GGUF file to serve locally")
-    parser.add_argument("--max-tokens", type=int, default=256, help="cap on tokens per model reply")
+    default = (
+        f"default {max_tokens}"
+        if max_tokens is not None
+        else "default: the model's own, 512 on the embedded server or LOOPGRAPHS_MAX_TOKENS"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=max_tokens,
+        help=f"cap on tokens per model reply ({default})",
+    )
 
 
 def model_from(args: argparse.Namespace) -> BaseChatModel:

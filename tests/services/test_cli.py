@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from loopgraphs import LOOPS, cli
-from loopgraphs.cli import approval, commands
+from loopgraphs.cli import approval, arguments, commands
 from loopgraphs.graphs import registry
 from tests.support.scripts import act, final, model_for
 
@@ -134,3 +134,26 @@ def test_paused_run_without_a_terminal_says_how_to_resume(monkeypatch, tmp_path,
     ]
     assert cli.main(argv) == 0
     assert "--thread t9" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "cap"),
+    [
+        (["eval", "--loops", "cot", "--limit", "1"], None),
+        (["eval", "--loops", "cot", "--max-tokens", "64"], 64),
+        (["run", "cot", "2+2?", "--tools", ""], 256),
+    ],
+)
+def test_eval_runs_the_model_with_its_own_cap_and_run_with_256_tokens(
+    argv, cap, monkeypatch, tmp_path, capsys
+):
+    asked: list[object] = []
+
+    def load_model(*args, **kwargs):
+        asked.append(kwargs["max_tokens"])
+        raise ValueError("no model in this test")
+
+    monkeypatch.setattr(arguments, "load_model", load_model)
+    assert cli.main([*argv, "--db", str(tmp_path / "x.sqlite")] if argv[0] == "run" else argv) != 0
+    assert asked == [cap]
+    assert "error: no model in this test" in capsys.readouterr().out
