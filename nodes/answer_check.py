@@ -177,16 +177,21 @@ def _copied(said: tuple[str, ...], messages: Sequence[AnyMessage]) -> bool:
     """``copied_result`` with the answer's words (``_said``) read already."""
     for message in messages:
         if isinstance(message, ToolMessage):
-            raw = content_text(message.content)
-            # "Error:" inside the fence is in the whole text too (a cheaper look first).
-            failed = message.status == "error" or (
-                "Error:" in raw and strip_fence(raw).startswith("Error:")
-            )
-            if not failed and len(said) <= ATOMIC_WORDS:
+            if len(said) <= ATOMIC_WORDS and not failed(message):
                 continue  # as short as a value: only a failed result copied counts
-            if said == words(strip_fence(raw)):
+            if said == words(strip_fence(content_text(message.content))):
                 return True
     return False
+
+
+def failed(message: ToolMessage) -> bool:
+    """Whether a tool result reports a failure: an error ``ToolMessage``, or an ``Error:``
+    observation (how the bundled tools and the tool guard report a refused input)."""
+    if message.status == "error":
+        return True
+    text = content_text(message.content)
+    # "Error:" inside the fence is in the whole text too (a cheaper look first).
+    return "Error:" in text and strip_fence(text).startswith("Error:")
 
 
 def repeats_question(answer: str, messages: Sequence[AnyMessage], start: int) -> bool:

@@ -14,7 +14,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from loopgraphs.nodes.parsing.text import content_text, strip_fence
+from loopgraphs.nodes.answer_check import failed
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.tool_guard import unfence
 from loopgraphs.text import FENCE_MARKER
 
@@ -37,15 +38,6 @@ def _held(observed: str, call: ToolCall) -> str:
         for left, right in ("''", '""', "\u2018\u2019", "\u201c\u201d"):
             observed = observed.replace(f"{left}{value}{right}", " ")
     return _squashed(observed)
-
-
-def failed(message: ToolMessage) -> bool:
-    """Whether a tool result reports a failure: an error ``ToolMessage``, or an ``Error:``
-    observation (how the bundled tools and the tool guard report a refused input)."""
-    if message.status == "error":
-        return True
-    text = content_text(message.content)
-    return "Error:" in text and strip_fence(text).startswith("Error:")
 
 
 def says_nothing(answer: str, fence: str) -> bool:
