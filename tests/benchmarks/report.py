@@ -316,8 +316,8 @@ def render(results: dict[str, Any]) -> str:
 
     local = results.get("local") or {}
     lines += ["## 4. Local model (embedded llama.cpp, SmolLM2-135M)", ""]
-    if "skipped" in local:
-        lines += [f"Not run: {local['skipped']}.", ""]
+    if not local or "skipped" in local:
+        lines += [not_run(local), ""]
     else:
         settings = local["settings"]
         threads = settings.get("llama_threads", "all cores")
@@ -367,13 +367,16 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def not_run(section: dict[str, Any] | None) -> str:
+    """What a section's page says when it has no figures: not run, or skipped and why."""
+    return f"Not run: {section['skipped']}." if section else "Not run."
+
+
 def instruction_lines(section: dict[str, Any] | None) -> list[str]:
     """Section 5: instructions per model call under callgrind."""
     lines = ["## 5. Instructions per model call (callgrind, scripted zero-latency model)", ""]
-    if not section:
-        return [*lines, "Not run.", ""]
-    if "skipped" in section:
-        return [*lines, f"Not run: {section['skipped']}.", ""]
+    if not section or "skipped" in section:
+        return [*lines, not_run(section), ""]
     first = section["rows"][0]
     lines += [
         "Section 1's conversation, each contender in a process of its own under callgrind: "
@@ -412,10 +415,8 @@ def percent(value: float | None) -> str:
 def evaluation_lines(section: dict[str, Any] | None) -> list[str]:
     """Section 6: the full evaluation's time and accuracy against the published table."""
     lines = ["## 6. The full evaluation on the embedded model", ""]
-    if not section:
-        return [*lines, "Not run.", ""]
-    if "skipped" in section:
-        return [*lines, f"Not run: {section['skipped']}.", ""]
+    if not section or "skipped" in section:
+        return [*lines, not_run(section), ""]
     worse = section["worse_than_reference"]
     against = (
         f"the published table of {section['reference_date'][:10]}"
