@@ -279,7 +279,7 @@ def test_unbound_calls_a_tool_binding_s_model_with_its_arguments_and_keeps_the_r
     "make",
     [
         pytest.param(lambda m: m.bind_tools([add]).with_config(tags=["own"]), id="own-config"),
-        pytest.param(lambda m: m.with_structured_output(ADD_SCHEMA), id="structured-chain"),
+        pytest.param(lambda m: m.with_structured_output(_AddArgs), id="structured-chain"),
         pytest.param(lambda m: m, id="the-model-itself"),
         pytest.param(lambda m: RunnableLambda(lambda x: x).bind(n=1), id="not-a-chat-model"),
         pytest.param(lambda m: _OwnBinding(bound=m, kwargs={"stop": ["x"]}), id="own-invoke"),
@@ -302,6 +302,3 @@ class _OwnBinding(RunnableBinding[Any, Any]):
 class _AddArgs(BaseModel):
     a: int
     b: int
-
-
-ADD_SCHEMA = _AddArgs
