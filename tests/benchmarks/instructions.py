@@ -1,10 +1,12 @@
-"""Instructions per model call, counted by callgrind: ReAct against ``create_agent``.
+"""Instructions per model call, counted by callgrind: ReAct against ``create_agent``, and
+LangGraph's floor (see ``tests.benchmarks.floors``) against both.
 
 CPU timings on a shared 2-core machine spread by several percent from one repeat to the
 next; an instruction count does not depend on what else the machine is doing, so it can
 show a change of a fraction of a percent. Each contender (ReAct in native mode,
-``create_agent``) runs the overhead benchmark's conversation (N calls of one zero-latency
-tool, then an answer, on the scripted model) in a process of its own under
+``create_agent``, and without middleware the two floor graphs) runs the overhead
+benchmark's conversation (N calls of one zero-latency tool, then an answer, on the
+scripted model) in a process of its own under
 ``valgrind --tool=callgrind``: three runs to warm up, then ``batches`` batches of ``runs``
 runs, each batch's count dumped on its own (``callgrind_control --dump``), so that
 start-up and imports are not counted. A figure is the median batch, per model call. The
@@ -30,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.common import spread
+from tests.benchmarks.floors import FLOORS
 
 CONTENDERS = ("loopgraphs", "create_agent")
+WORKERS = 2  # contenders counted at the same time, one per core
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +46,7 @@ def worker(contender: str, mode: str, n: int, middleware: int, batches: int, run
 
     from loopgraphs import create_react_graph
     from tests.benchmarks.common import lookup_tool, scripted
+    from tests.benchmarks.floors import floor_graph
     from tests.benchmarks.overhead import check_calls, graph_runners, pass_through, tool_script
 
     model = scripted(tool_script(n))
@@ -51,6 +56,10 @@ def worker(contender: str, mode: str, n: int, middleware: int, batches: int, run
         graph: Any = create_react_graph(
             model, [tool], tool_mode="native", max_iterations=n + 2, **extra
         )
+    elif contender in FLOORS:
+        if middleware:
+            raise ValueError(f"the floor graph {contender} has no middleware")
+        graph = floor_graph(contender, model, [tool])
     else:
         graph = create_agent(model, [tool], **extra)
     run, arun = graph_runners(graph)
@@ -122,8 +131,9 @@ def instructions(
     middleware: tuple[int, ...] = (0, 3),
 ) -> dict[str, Any]:
     """ReAct and ``create_agent`` instructions per model call, without middleware and
-    with the overhead benchmark's three pass-through middleware on both sides; the two
-    contenders of a row run at the same time, one per core."""
+    with the overhead benchmark's three pass-through middleware on both sides, and, in
+    the rows without middleware, LangGraph's floor graphs (``FLOORS``); two contenders
+    are counted at a time, one per core."""
     missing = [tool for tool in ("valgrind", "callgrind_control") if shutil.which(tool) is None]
     if missing:
         return {"skipped": f"{' and '.join(missing)} not found (apt-get install valgrind)"}
@@ -131,21 +141,24 @@ def instructions(
     for count in middleware:
         for mode in modes:
             options = {"n": tool_calls, "middleware": count, "batches": batches, "runs": runs}
-            with ThreadPoolExecutor(max_workers=len(CONTENDERS)) as pool:
-                jobs = {name: pool.submit(per_call, name, mode, **options) for name in CONTENDERS}
+            names = CONTENDERS if count else (*CONTENDERS, *FLOORS)
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                jobs = {name: pool.submit(per_call, name, mode, **options) for name in names}
                 counts = {name: job.result() for name, job in jobs.items()}
-            ours, theirs = (statistics.median(counts[name]) for name in CONTENDERS)
-            rows.append(
-                {
-                    "tool_calls": tool_calls,
-                    "middleware": count,
-                    "mode": mode,
-                    "batches": batches,
-                    "runs_per_batch": runs,
-                    "per_call": {name: spread(values) for name, values in counts.items()},
-                    "ratio_vs_create_agent": ours / theirs,
-                }
-            )
+            medians = {name: statistics.median(values) for name, values in counts.items()}
+            theirs = medians["create_agent"]
+            row = {
+                "tool_calls": tool_calls,
+                "middleware": count,
+                "mode": mode,
+                "batches": batches,
+                "runs_per_batch": runs,
+                "per_call": {name: spread(values) for name, values in counts.items()},
+                "ratio_vs_create_agent": medians["loopgraphs"] / theirs,
+            }
+            if not count:
+                row["floors_vs_create_agent"] = {name: medians[name] / theirs for name in FLOORS}
+            rows.append(row)
     return {"rows": rows}
 
 

@@ -9,6 +9,7 @@ import shutil
 
 from loopgraphs.graphs.registry import LOOPS
 from tests.benchmarks import run
+from tests.benchmarks.floors import FLOORS
 from tests.benchmarks.local_model import reused
 
 
@@ -67,9 +68,14 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     if shutil.which("valgrind"):
         [row] = counted["rows"]
         assert (row["tool_calls"], row["middleware"], row["mode"]) == (1, 0, "invoke")
-        assert all(is_spread(row["per_call"][name]) for name in ("loopgraphs", "create_agent"))
-        # Both run the same scripted model; the framework's part is not ten times either's.
+        assert set(row["per_call"]) == {"loopgraphs", "create_agent", *FLOORS}
+        assert all(is_spread(spread) for spread in row["per_call"].values())
+        # All run the same scripted model; the framework's part is not ten times either's.
         assert 0.1 < row["ratio_vs_create_agent"] < 10
+        floors = row["floors_vs_create_agent"]
+        assert set(floors) == set(FLOORS) and all(0.1 < value < 10 for value in floors.values())
+        # The keys cost LangGraph something: the keyed floor counts more than the bare one.
+        assert floors["langgraph"] < floors["langgraph_keys"]
     else:
         assert "valgrind" in counted["skipped"]
 
