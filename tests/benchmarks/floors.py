@@ -30,7 +30,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from loopgraphs.internals import untraced_callable
-from loopgraphs.state import Bookkeeping, RunResult
+from loopgraphs.state import Bookkeeping, RunResult, empty_usage, run_defaults
 
 FLOORS = ("langgraph", "langgraph_keys")
 
@@ -42,19 +42,11 @@ class KeysState(RunResult[Any], total=False):
 
 
 def run_keys(state: Mapping[str, Any], reply: AIMessage) -> dict[str, Any]:
-    """The keys a turn of a loopgraphs run writes besides its reply."""
+    """The keys a turn of a loopgraphs run writes besides its reply: on the run's first
+    turn the values a run starts with (``run_defaults``) and its tool mode."""
+    first = {**run_defaults(state), "tool_mode": "native"} if "status" not in state else {}
     calls = int(state.get("llm_calls") or 0) + 1
-    usage = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0}
-    update: dict[str, Any] = {"llm_calls": calls, "usage": usage}
-    if "status" not in state:  # the run's first turn
-        update.update(
-            retries=0,
-            status="running",
-            answer="",
-            error="",
-            tool_mode="native",
-            scratch={"fence": "", "transcript_start": len(state["messages"])},
-        )
+    update: dict[str, Any] = {**first, "llm_calls": calls, "usage": empty_usage()}
     if not reply.tool_calls:
         update.update(status="completed", answer=str(reply.content))
     return update
