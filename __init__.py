@@ -10,7 +10,7 @@ from loopgraphs.graphs.plan_execute import (
 )
 from loopgraphs.graphs.react import ReActGraph, ReActOutput, create_react_graph
 from loopgraphs.graphs.reflexion import ReflexionGraph, ReflexionOutput, create_reflexion_graph
-from loopgraphs.graphs.registry import LOOPS, LoopName, build_loop
+from loopgraphs.graphs.registry import LOOPS, LoopName, build_loop, register_loop
 from loopgraphs.graphs.self_ask import SelfAskGraph, SelfAskOutput, create_self_ask_graph
 from loopgraphs.graphs.tot import ToTGraph, ToTOutput, create_tot_graph
 from loopgraphs.models import load_model
@@ -45,5 +45,6 @@ __all__ = [
     "create_self_ask_graph",
     "create_tot_graph",
     "load_model",
+    "register_loop",
     "strip_fence",
 ]

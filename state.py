@@ -272,14 +272,16 @@ class LoopState(OutputState, RunState, total=False):
     """Fields shared by every loop; each loop extends it with its own."""
 
 
-class ReActState(TotalsOutput, RunState, total=False):
-    """State of the ReAct loop (and of every loop that runs ReAct inside): its counters
-    are running totals, its bookkeeping lives in ``scratch``."""
+class TotalsState(TotalsOutput, RunState, total=False):
+    """State of a loop whose nodes run one at a time (ReAct's): its counters are running
+    totals, with no reducer to run on every write (see ``TotalsOutput``), its bookkeeping
+    lives in ``scratch``. A loop whose nodes run side by side extends ``LoopState``."""
 
 
-class InnerReActOutput(TotalsOutput, total=False):
-    """What a ReAct run inside another loop returns to it: also the run's bookkeeping,
-    which says whether a middleware hook ended it (``Bookkeeping.hook_ended``)."""
+class InnerOutput(TotalsOutput, total=False):
+    """What a loop run inside another loop's step returns to it: also the run's
+    bookkeeping, which says whether a middleware hook ended it
+    (``Bookkeeping.hook_ended``)."""
 
     scratch: Annotated[Bookkeeping, merge_scratch]
 

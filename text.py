@@ -82,3 +82,20 @@ def question_text(messages: Sequence[AnyMessage]) -> str:
         if isinstance(message, HumanMessage):
             return content_text(message.content).strip()
     return content_text(messages[-1].content).strip() if messages else ""
+
+
+def media_blocks(messages: Sequence[AnyMessage]) -> list[dict[str, object]]:
+    """The content blocks of the latest user message that are not text (images, files,
+    audio, in LangChain's standard form or a provider's, such as OpenAI's
+    ``image_url``), as the user gave them."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if not isinstance(content, list):
+                return []
+            return [
+                block
+                for block in content
+                if isinstance(block, dict) and block.get("type") not in ("text", None)
+            ]
+    return []

@@ -105,9 +105,10 @@ def finish(answer: str, *, revised: bool = False) -> CriticState:
     return {"answer": answer, "status": "completed" if revised else "max_iterations"}
 
 
-def opening(steps: RoundSteps, state: CriticState, run: LoopSettings) -> CriticState:
+def opening(steps: RoundSteps, state: CriticState, step: Step) -> CriticState:
     """CRITIC's starting values (see ``loopgraphs.nodes.run_start.add_start``): no draft,
     claims or round yet; the run ends at once when too few steps are left for a draft."""
+    run = step.run
     update: CriticState = {
         "draft": "",
         "claims": [],

@@ -18,7 +18,6 @@ results as prompts show them in ``loopgraphs.graphs.plan_execute_state``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from functools import partial
 from typing import TypeAlias
@@ -54,9 +53,10 @@ from loopgraphs.graphs.plan_execute_steps import (
     route_reviewed,
     synthesize,
 )
-from loopgraphs.graphs.react_subgraph import ReactSubgraph
+from loopgraphs.graphs.react import LOOP as REACT
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import add_step, node_callable
+from loopgraphs.nodes.inner import InnerLoop
 from loopgraphs.nodes.routing import route
 from loopgraphs.nodes.run_start import add_start
 from loopgraphs.nodes.settings import (
@@ -89,9 +89,7 @@ def build_plan_execute(
     routes."""
     loop = PlanExecuteOptions(
         settings=settings,
-        react=ReactSubgraph(
-            dataclasses.replace(settings, max_iterations=max_step_iterations), options or {}
-        ),
+        react=InnerLoop(REACT, settings, options or {}, max_iterations=max_step_iterations),
         max_steps=max_steps,
         replan=replan,
         approve_plan=approve_plan,

@@ -37,23 +37,23 @@ from loopgraphs.graphs.plan_execute_state import (
     review_decision,
     step_failed,
 )
-from loopgraphs.graphs.react import TOOL_SELECTION_THRESHOLD
-from loopgraphs.graphs.react_subgraph import (
-    ReactSubgraph,
+from loopgraphs.graphs.react.state import TOOL_SELECTION_THRESHOLD
+from loopgraphs.nodes.driver import LogicOf
+from loopgraphs.nodes.generate import answer_message, call_model, short_again
+from loopgraphs.nodes.history import conversation, earlier_turns
+from loopgraphs.nodes.inner import (
+    InnerLoop,
     closing_message,
     ended_by_hook,
     tool_work,
 )
-from loopgraphs.nodes.driver import LogicOf
-from loopgraphs.nodes.generate import answer_message, call_model, short_again
-from loopgraphs.nodes.history import conversation, earlier_turns
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.plans import plan_from_text, sized_plan, update_from_text
 from loopgraphs.nodes.parsing.text import content_text, cut_short, final_answer_of
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import structured_call
-from loopgraphs.state import InnerReActOutput, LoopRuntime, Status, request_of
+from loopgraphs.state import InnerOutput, LoopRuntime, Status, request_of
 from loopgraphs.text import question_text
 from loopgraphs.toolkits.registry import ToolRegistry
 
@@ -82,7 +82,7 @@ class PlanExecuteOptions:
     """
 
     settings: LoopSettings
-    react: ReactSubgraph
+    react: InnerLoop
     max_steps: int
     replan: bool
     approve_plan: bool
@@ -139,7 +139,7 @@ def finished(options: PlanExecuteOptions, state: PlanExecuteState, runtime: Loop
     )
 
 
-def opening(state: PlanExecuteState, run: LoopSettings) -> PlanExecuteState:
+def opening(state: PlanExecuteState, step: Step) -> PlanExecuteState:
     """The run's starting values: the request, and no plan or result yet."""
     return {
         "request": question_text(state.get("messages", [])),
@@ -220,8 +220,8 @@ def execute(
 
 def executed(
     state: PlanExecuteState,
-    out: InnerReActOutput,
-    spent: InnerReActOutput,
+    out: InnerOutput,
+    spent: InnerOutput,
     agent_name: str | None,
 ) -> PlanExecuteState:
     """The update after the step's ReAct run: its result recorded, and its tool calls and
@@ -230,7 +230,7 @@ def executed(
     Args:
         state: The state the step ran in.
         out: The ReAct run's output.
-        spent: What the run spent, as the caller's update (see ``ReactSubgraph.run``).
+        spent: What the run spent, as the caller's update (see ``InnerLoop.run``).
         agent_name: The name the step's result message carries.
 
     Returns:

@@ -31,11 +31,12 @@ from typing_extensions import TypedDict, Unpack
 from loopgraphs import prompts
 from loopgraphs.context import ContextT
 from loopgraphs.graphs.assembly import compiled_loop
-from loopgraphs.graphs.react_subgraph import ReactSubgraph, ended_by_hook
+from loopgraphs.graphs.react import LOOP as REACT
 from loopgraphs.nodes.build import new_graph
 from loopgraphs.nodes.driver import LogicOf, add_step
 from loopgraphs.nodes.generate import call_model
 from loopgraphs.nodes.history import earlier_turns
+from loopgraphs.nodes.inner import InnerLoop, ended_by_hook
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, caller_for
 from loopgraphs.nodes.model_send import RequestForm
 from loopgraphs.nodes.parsing.answers import normalise_reflection, parse_verdict
@@ -287,9 +288,9 @@ def build_reflexion(
     settings: LoopSettings, *, max_reflections: int = 3, options: Mapping[str, object] | None = None
 ) -> LoopBuilder:
     """The uncompiled Reflexion graph for ``settings``."""
-    react = ReactSubgraph(settings, options or {})
+    react = InnerLoop(REACT, settings, options or {}, max_iterations=settings.max_iterations)
 
-    def opening(state: ReflexionState, run: LoopSettings) -> ReflexionState:
+    def opening(state: ReflexionState, step: Step) -> ReflexionState:
         return {
             "request": question_text(state.get("messages", [])),
             "episode": 0,

@@ -1,128 +1,145 @@
-"""The registry of loops: one ``LoopSpec`` per loop, read by the CLI, eval, Studio and docs."""
+"""The registry of loops: one ``LoopSpec`` per loop, read by everything that lists loops
+(the command line, the evaluation, Studio's graphs and ``langgraph.json``, the docs, the
+tests parametrised over loops). Adding a loop is one entry here: its spec in
+``BUILT_IN``, its name in ``LoopName`` and its ``build_loop`` overload."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs.cot import CoTGraph, create_cot_graph
+from loopgraphs.graphs import cot, react
+from loopgraphs.graphs.cot import CoTGraph
+from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
 from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
-from loopgraphs.graphs.react import ReActGraph, create_react_graph
+from loopgraphs.graphs.react import ReActGraph
+from loopgraphs.graphs.react.state import ReActOptions
 from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
 from loopgraphs.graphs.self_ask import SelfAskGraph, create_self_ask_graph
 from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
-from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg, declare_loop
+from loopgraphs.nodes import LoopSpec
+from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg
 from loopgraphs.state import CompiledLoop, ResponseT
 
 Factory = Callable[..., CompiledLoop]
 
 
 @dataclass(frozen=True)
-class LoopSpec:
-    """What the rest of the library needs to know about one loop.
-
-    Attributes:
-        name: The loop's registry name (``react``, ``tot``, ...).
-        factory: Its ``create_*_graph`` function.
-        summary: One line saying when to use it.
-        takes_tools: Whether the factory accepts ``tools`` (and ``tool_mode``).
-        budget_option: The keyword that bounds the loop's main cycle.
-        studio_options: Options of the graph served to LangGraph Studio (sized for the
-            small local model).
-
-    Making a spec declares the loop's own keywords to ``make_settings``, which lists them
-    when a factory is given a keyword it does not know.
-    """
+class _Legacy:
+    """A loop not yet built as a ``LoopSpec`` of the kit: its factory and what the
+    registry reads of it."""
 
     name: str
-    factory: Factory
+    public_factory: Factory
     summary: str
     takes_tools: bool
     budget_option: str
     studio_options: Mapping[str, object] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        declare_loop(self.name, self.factory)
 
     def build(
         self, model: BaseChatModel | str | None, tools: ToolsArg = (), **options: object
     ) -> CompiledLoop:
         """Build the loop; ``tools`` are dropped for loops that take none."""
         if self.takes_tools:
-            return self.factory(model, list(tools or ()), **options)
-        return self.factory(model, **options)
+            return self.public_factory(model, list(tools or ()), **options)
+        return self.public_factory(model, **options)
 
 
-LOOP_SPECS: dict[str, LoopSpec] = {
-    spec.name: spec
-    for spec in (
-        LoopSpec(
-            "cot",
-            create_cot_graph,
-            "no tools needed: arithmetic, logic, step-by-step reasoning; the cheapest (1 call)",
-            takes_tools=False,
-            budget_option="self_consistency",
-        ),
-        LoopSpec(
-            "react",
-            create_react_graph,
-            "general assistant that uses tools, one decision at a time",
-            takes_tools=True,
-            budget_option="max_iterations",
-        ),
-        LoopSpec(
-            "plan_execute",
-            create_plan_execute_graph,
-            "multi-step tasks with distinct sub-goals; an auditable plan first",
-            takes_tools=True,
-            budget_option="max_step_iterations",
-            studio_options={"max_steps": 3},
-        ),
-        LoopSpec(
-            "reflexion",
-            create_reflexion_graph,
-            "correctness matters and a first attempt may fail: retry with self-critique",
-            takes_tools=True,
-            budget_option="max_iterations",
-        ),
-        LoopSpec(
-            "self_ask",
-            create_self_ask_graph,
-            "multi-hop questions answered by chaining simple look-ups",
-            takes_tools=True,
-            budget_option="max_follow_ups",
-        ),
-        LoopSpec(
-            "critic",
-            create_critic_graph,
-            "answers with checkable facts: draft, verify claims with tools, revise",
-            takes_tools=True,
-            budget_option="max_critique_rounds",
-        ),
-        LoopSpec(
-            "tot",
-            create_tot_graph,
-            "several competing strategies: explore branches, keep the best (beam search)",
-            takes_tools=False,
-            budget_option="max_depth",
-            studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
-        ),
-    )
-}
+Spec = LoopSpec[Any] | _Legacy
 
-LOOPS: dict[str, Factory] = {name: spec.factory for name, spec in LOOP_SPECS.items()}
-"""Each loop's factory by registry name (``LoopName``)."""
-TOOL_LOOPS: tuple[str, ...] = tuple(name for name, spec in LOOP_SPECS.items() if spec.takes_tools)
-"""The loops that take tools, in the registry's order."""
+BUILT_IN: tuple[Spec, ...] = (
+    cot.LOOP,
+    react.LOOP,
+    _Legacy(
+        "plan_execute",
+        create_plan_execute_graph,
+        "multi-step tasks with distinct sub-goals; an auditable plan first",
+        takes_tools=True,
+        budget_option="max_step_iterations",
+        studio_options={"max_steps": 3},
+    ),
+    _Legacy(
+        "reflexion",
+        create_reflexion_graph,
+        "correctness matters and a first attempt may fail: retry with self-critique",
+        takes_tools=True,
+        budget_option="max_iterations",
+    ),
+    _Legacy(
+        "self_ask",
+        create_self_ask_graph,
+        "multi-hop questions answered by chaining simple look-ups",
+        takes_tools=True,
+        budget_option="max_follow_ups",
+    ),
+    _Legacy(
+        "critic",
+        create_critic_graph,
+        "answers with checkable facts: draft, verify claims with tools, revise",
+        takes_tools=True,
+        budget_option="max_critique_rounds",
+    ),
+    _Legacy(
+        "tot",
+        create_tot_graph,
+        "several competing strategies: explore branches, keep the best (beam search)",
+        takes_tools=False,
+        budget_option="max_depth",
+        studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
+    ),
+)
+"""The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
+
+LOOP_SPECS: dict[str, Spec] = {spec.name: spec for spec in BUILT_IN}
+"""Every loop by registry name: the built-in ones, then those ``register_loop`` added."""
+LOOPS: dict[str, Factory] = {name: spec.public_factory for name, spec in LOOP_SPECS.items()}
+"""Each loop's factory by registry name (``LoopName``, and the names ``register_loop``
+added)."""
+TOOL_LOOPS: tuple[str, ...] = tuple(spec.name for spec in BUILT_IN if spec.takes_tools)
+"""The built-in loops that take tools, in the registry's order."""
+
+OptionsT = TypeVar("OptionsT", bound=Mapping[str, Any])
 
 
-def get_spec(name: str) -> LoopSpec:
+def register_loop(spec: LoopSpec[OptionsT]) -> LoopSpec[OptionsT]:
+    """Add a loop of your own to the registry: ``build_loop`` (by name or by ``spec``),
+    ``LOOPS``, the command line (``loopgraphs --use your_module ...``), the evaluation and
+    Studio's factories find it by its name from then on.
+
+    Args:
+        spec: The loop (see ``loopgraphs.nodes.LoopSpec``).
+
+    Returns:
+        ``spec``, which ``build_loop`` also takes in place of a name (a type checker then
+        sees the loop's keywords).
+
+    Raises:
+        TypeError: ``spec`` is not a ``LoopSpec``.
+        ValueError: another loop has its name already.
+    """
+    if not isinstance(spec, LoopSpec):
+        raise TypeError(
+            f"register_loop takes a loopgraphs.nodes.LoopSpec; got {type(spec).__name__}"
+        )
+    known = LOOP_SPECS.get(spec.name)
+    if known is spec:
+        return spec
+    if known is not None:
+        raise ValueError(
+            f"a loop named {spec.name!r} is registered already; give yours another name"
+        )
+    LOOP_SPECS[spec.name] = spec
+    LOOPS[spec.name] = spec.public_factory
+    return spec
+
+
+def get_spec(name: str) -> Spec:
     """The spec of a loop by name.
 
     Raises:
@@ -135,19 +152,6 @@ def get_spec(name: str) -> LoopSpec:
 
 LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
-
-
-class CoTOptions(LoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("cot", ...)``'s keywords: ``create_cot_graph``'s."""
-
-    self_consistency: int
-
-
-class ReActOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("react", ...)``'s keywords: ``create_react_graph``'s."""
-
-    max_iterations: int
-    synthesize_answer: bool
 
 
 class PlanExecuteOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
@@ -247,7 +251,13 @@ def build_loop(
     /,
     **options: Unpack[ToTOptions[ResponseT, ContextT]],
 ) -> ToTGraph[ContextT, ResponseT]: ...
-def build_loop(loop: LoopName, model: Model, tools: ToolsArg = (), /, **options: Any) -> Any:
+@overload
+def build_loop(
+    loop: LoopSpec[Any], model: Model, tools: ToolsArg = (), /, **options: Any
+) -> CompiledLoop: ...
+def build_loop(
+    loop: LoopName | LoopSpec[Any], model: Model, tools: ToolsArg = (), /, **options: Any
+) -> Any:
     """Build a loop by name, e.g. ``build_loop("react", model, [calculator])``.
 
     The first three arguments are positional only, so that every option, the compile
@@ -256,7 +266,7 @@ def build_loop(loop: LoopName, model: Model, tools: ToolsArg = (), /, **options:
     known at run time goes through ``get_spec(name).build(...)``.
 
     Args:
-        loop: One of ``LOOPS``.
+        loop: One of ``LOOPS``, or a ``LoopSpec`` (a loop of your own, registered or not).
         model: A chat model or a model spec string.
         tools: Tools for the loops that use them (ignored by ``cot`` and ``tot``).
         **options: The loop's keyword options.
@@ -264,4 +274,5 @@ def build_loop(loop: LoopName, model: Model, tools: ToolsArg = (), /, **options:
     Raises:
         ValueError: ``loop`` is not a known loop.
     """
-    return get_spec(loop).build(model, tools, **options)
+    spec = loop if isinstance(loop, LoopSpec) else get_spec(loop)
+    return spec.build(model, tools, **options)

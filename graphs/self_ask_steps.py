@@ -40,9 +40,10 @@ from loopgraphs.nodes.tool_step import dispatch, pending_calls
 from loopgraphs.state import Bookkeeping, LoopRuntime, scratch_of
 
 
-def opening(steps: TurnSteps, state: SelfAskState, run: LoopSettings) -> SelfAskState:
+def opening(steps: TurnSteps, state: SelfAskState, step: Step) -> SelfAskState:
     """The run's starting values: no follow-ups yet, the model's turn to ask; the run
     ends at once when the graph steps left do not allow one model step."""
+    run = step.run
     update: SelfAskState = {"follow_ups": [], "pending": [], "phase": "asking"}
     if not run.budget.allows(state, steps=steps.model):
         update.update({"status": "max_iterations", "answer": ""})

@@ -152,13 +152,14 @@ def call_budget(
 # --- starting the search and going on ---------------------------------------------------
 
 
-def opening(state: ToTState, run: LoopSettings) -> dict[str, object]:
+def opening(state: ToTState, step: Step) -> dict[str, object]:
     """The search's starting values (the root alone in the beam), written by ``prepare``.
 
     A run whose last user message has no text ends with ``status="error"``; when the
     budget allows no level, the search stops at once (``stop_reason="step_limit"``), and
     when it does not even allow ``final_answer``, the run ends ``"max_iterations"``.
     """
+    run = step.run
     update: dict[str, object] = {
         "problem": question_text(state.get("messages", [])),
         "branches": [Branch(thoughts=[], score=0.0)],

@@ -34,6 +34,7 @@ from loopgraphs.nodes.errors import (
 from loopgraphs.nodes.middleware import UnsupportedPath
 from loopgraphs.nodes.model_call import PASS_ASYNC_CONFIG, attempt, attempt_async
 from loopgraphs.nodes.parsing.text import best_effort_answer
+from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
@@ -91,6 +92,56 @@ def _capture(func: Callable[[RunnableConfig], object], config: RunnableConfig) -
         return func(config)
     except Exception as exc:
         return exc
+
+
+ResultT = TypeVar("ResultT")
+
+
+def in_parallel(
+    logics: Sequence[Generator[Request, Any, ResultT]],
+) -> Generator[ModelBatch, list[object], list[ResultT | BaseException]]:
+    """Drive several logics side by side (scoring candidates, sampling thoughts): each
+    round sends the pending request of every unfinished logic as one ``ModelBatch`` (so
+    they run concurrently) and hands each its result, or throws its exception into it.
+
+    Args:
+        logics: Generators that yield single requests (model calls, subgraph runs), not
+            batches.
+
+    Returns:
+        Per logic, in order: its return value, or the exception it raised.
+    """
+    results: dict[int, ResultT | BaseException] = {}
+    pending: dict[int, Request] = {}
+
+    def advance(index: int, value: object, error: BaseException | None) -> None:
+        logic = logics[index]
+        try:
+            request = logic.throw(error) if error is not None else logic.send(value)
+        except StopIteration as stop:
+            results[index] = stop.value
+            return
+        except Exception as exc:
+            results[index] = exc
+            return
+        if isinstance(request, ModelBatch):
+            logic.close()
+            results[index] = TypeError(f"in_parallel drives single requests only; got {request!r}")
+            return
+        pending[index] = request
+
+    for index in range(len(logics)):
+        advance(index, None, None)
+    while pending:
+        order = sorted(pending)
+        batch = ModelBatch([pending.pop(index) for index in order])
+        replies = yield batch
+        for index, reply in zip(order, replies, strict=True):
+            if isinstance(reply, BaseException):
+                advance(index, None, reply)
+            else:
+                advance(index, reply, None)
+    return [results[index] for index in range(len(logics))]
 
 
 UpdateT = TypeVar("UpdateT", bound=Mapping[str, object])
@@ -234,6 +285,7 @@ def as_node(
     totals: bool = False,
     subgraph: Runnable[Any, Any] | None = None,
     next_step: NextStep | None = None,
+    plan: GraphPlan | None = None,
 ) -> Runnable[Any, Any]:
     """Turn generator logic ``logic(state, step)`` into a graph node.
 
@@ -250,9 +302,11 @@ def as_node(
     node. With ``next_step`` the node picks the step that follows it:
     ``next_step(state, outputs, runtime)`` reads the node's input and outputs (its update
     and commands) and names the step, which the node returns as a ``Command(goto=...)``
-    (see ``loopgraphs.nodes.routing.add_routed_step``).
+    (see ``loopgraphs.nodes.routing.add_routed_step``). ``plan`` is the loop's graph as
+    the kit counts its steps (``Step.may_continue``).
     """
-    run = with_settings(guard(logic, settings.retry_policy) if guarded else logic, settings)
+    inner = guard(logic, settings.retry_policy) if guarded else logic
+    run = with_settings(inner, settings, name, plan)
 
     def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Written:
         commands: list[Command[object]] = []
@@ -298,6 +352,7 @@ def add_step(
     settles_answer: bool = False,
     next_step: NextStep | None = None,
     destinations: Sequence[str] = (),
+    plan: GraphPlan | None = None,
 ) -> None:
     """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
     retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
@@ -312,6 +367,7 @@ def add_step(
         totals=keeps_totals(builder),
         subgraph=subgraph,
         next_step=next_step,
+        plan=plan,
     )
     ends = tuple(dict.fromkeys(destinations)) or None
     builder.add_node(name, node, retry_policy=settings.retry_policy, destinations=ends)
@@ -325,12 +381,15 @@ def keeps_totals(builder: LoopBuilder) -> bool:
     return not has_reducer(state_channels(builder), "llm_calls")
 
 
-def with_settings(logic: LogicFactory, settings: LoopSettings) -> NodeLogic:
+def with_settings(
+    logic: LogicFactory, settings: LoopSettings, node: str = "", plan: GraphPlan | None = None
+) -> NodeLogic:
     """The logic as a node runs it: the run's settings resolved once, when the step
-    starts, and handed to it with the step's runtime and config."""
+    starts, and handed to it with the step's runtime and config, the node's name and the
+    loop's ``plan``."""
 
     def resolved(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Logic:
-        step = Step(settings.for_run(runtime), runtime, config)
+        step: Step[Any] = Step(settings.for_run(runtime), runtime, config, node, plan)
         return (yield from logic(state, step))
 
     return resolved

@@ -34,7 +34,7 @@ from loopgraphs.nodes.tool_modes import (
     resolve_mode,
     run_registry,
 )
-from loopgraphs.state import LoopRuntime, ReActState
+from loopgraphs.state import LoopRuntime, TotalsState
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -45,7 +45,7 @@ def model_turn(
     *,
     require: str | None = None,
     runtime: LoopRuntime | None = None,
-) -> Generator[ModelCall, Any, ReActState]:
+) -> Generator[ModelCall, Any, TotalsState]:
     """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
     json → text when the provider refuses the form). Models that think better without a
     written thought (``writes_thoughts``) get json steps without one.

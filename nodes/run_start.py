@@ -3,7 +3,7 @@
 The node checks the input before any model call, resets the run's counters and
 bookkeeping, records the tool mode the run starts in, and writes the loop's own starting
 values (its ``opening``). Every loop's graph begins with it, so a run starts the same way
-in all seven, on a new thread and on one that already holds runs.
+in every loop, on a new thread and on one that already holds runs.
 """
 
 from __future__ import annotations
@@ -11,20 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.graph import START
 from langgraph.types import Command
 
 from loopgraphs.nodes.driver import keeps_totals
 from loopgraphs.nodes.hooks import can_jump_to
+from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, chosen_step
 from loopgraphs.nodes.settings import LoopSettings
+from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.nodes.tool_modes import resolve_mode
 from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, run_defaults, start_run
 
-# A loop's own starting values: ``opening(state, run)`` with the run's settings resolved
-# (the state is the loop's own state type, so the first parameter stays open).
-Opening = Callable[[Any, LoopSettings], Mapping[str, object]]
+# A loop's own starting values: ``opening(state, step)``, the run's settings resolved in
+# ``step.run`` (the state is the loop's own state type, so the first parameter stays open).
+Opening = Callable[[Any, Step[Any]], Mapping[str, object]]
 
 
 def add_start(
@@ -35,6 +38,7 @@ def add_start(
     targets: Sequence[str],
     *,
     scratch: Mapping[str, object] | None = None,
+    plan: GraphPlan | None = None,
 ) -> None:
     """Add the run's first node, ``prepare``, after ``START``, and its way on: the step
     ``then(state)`` names among ``targets`` (or ``Send`` packets into them), unless the
@@ -45,7 +49,7 @@ def add_start(
     open), before any model call. Otherwise it writes the run's starting values: the
     counters reset (to zero where the graph keeps running totals, else through their
     reducers), a new ``scratch`` holding the loop's own starting ``scratch`` values, the
-    tool mode the run starts in, and then the loop's ``opening(state, run)``, which may
+    tool mode the run starts in, and then the loop's ``opening(state, step)``, which may
     end the run at once (``status="max_iterations"`` when too few graph steps are left
     for it). A run without input messages ends with ``status="error"`` whatever the
     opening says. The node reads the whole state, so ``then`` sees the caller's keys
@@ -67,7 +71,8 @@ def add_start(
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         base = fresh(state, **own_scratch)
-        update = {**base, "tool_mode": resolve_mode(run), **opening(state, run)}
+        step: Step[Any] = Step(run, runtime, get_config(), "prepare", plan)
+        update = {**base, "tool_mode": resolve_mode(run), **opening(state, step)}
         if base["status"] == "error":
             update.update(status="error", error=base["error"])
         return Command(update=update, goto=next_step(state, [update], runtime))

@@ -9,7 +9,6 @@ the checks live here.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, cast
@@ -165,6 +164,9 @@ class LoopSettings:
     step_run: bool = False
     """A ReAct run inside another loop's step: its answer is the step's result, which the
     outer loop checks (see ``loopgraphs.nodes.answer_check``)."""
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """The loop's own keywords (its budgets and switches), resolved; steps read them as
+    ``step.options``."""
 
     def __post_init__(self) -> None:
         if self.model is None:
@@ -298,22 +300,6 @@ def _check_timeout(value: object) -> float | None:
     raise ValueError(f"tool_timeout must be a positive number of seconds or None; got {value!r}")
 
 
-_own_keywords: dict[str, list[str]] = {}
-
-
-def declare_loop(loop: str, factory: Callable[..., object]) -> None:
-    """Record the keywords of a loop's factory besides the shared options (its budgets),
-    which the error for an unknown keyword lists. The loop registry, above the nodes,
-    declares each of its loops here.
-
-    Args:
-        loop: The loop's registry name.
-        factory: Its ``create_*_graph`` function.
-    """
-    parameters = inspect.signature(factory).parameters.values()
-    _own_keywords[loop] = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
-
-
 def make_settings(
     loop: str,
     model: object,
@@ -322,6 +308,8 @@ def make_settings(
     *,
     takes_tools: bool = True,
     max_iterations: int = 10,
+    own_keywords: Sequence[str] = (),
+    own: Mapping[str, Any] | None = None,
 ) -> LoopSettings:
     """Validate a factory's arguments into ``LoopSettings``; errors name the argument.
 
@@ -332,6 +320,9 @@ def make_settings(
         options: The factory's ``**options``.
         takes_tools: Whether the loop accepts the tool keywords.
         max_iterations: The loop's budget of model calls in its main cycle.
+        own_keywords: The loop's own keywords, which the error for an unknown keyword
+            lists with the shared ones.
+        own: The loop's own keywords, resolved (``LoopSettings.options``).
 
     Raises:
         TypeError, ValueError: an argument is unknown, of the wrong type or out of range.
@@ -340,10 +331,10 @@ def make_settings(
     unknown = sorted(set(options) - known)
     if unknown:
         names = ", ".join(repr(name) for name in unknown)
-        own = ", ".join(_own_keywords.get(loop, []))
+        accepted = ", ".join(own_keywords)
         raise TypeError(
-            f"unexpected keyword argument {names} for {loop}; accepted: {own}"
-            f"{'; ' if own else ''}and the shared options {', '.join(sorted(known))}"
+            f"unexpected keyword argument {names} for {loop}; accepted: {accepted}"
+            f"{'; ' if accepted else ''}and the shared options {', '.join(sorted(known))}"
         )
     if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
         raise TypeError(f"tools must be a list of tools or callables; got {type(tools).__name__}")
@@ -385,6 +376,7 @@ def make_settings(
         middleware=middleware,
         agent_name=options.get("name"),
         max_history_tokens=check_history_bound(options.get("max_history_tokens")),
+        options=dict(own or {}),
     )
 
 

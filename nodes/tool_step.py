@@ -296,3 +296,19 @@ def _noted_human(output: object) -> object:
         return output
     note = {"scratch": {"seen": seen}}
     return {**output, **note} if isinstance(output, dict) else [*updates, Command(update=note)]
+
+
+def call_tool(settings: LoopSettings, name: str = "call_tool") -> Runnable[Any, Any]:
+    """The kit's tool step as a LangGraph node: the calls sent to it (``Send(name,
+    [call])``, see ``dispatch``) or the last reply's pending calls run through
+    LangGraph's ``ToolNode`` for the run's tools, inside the guard (approvals, limits,
+    loop-break, timeouts, fencing of what the model reads) and the run's
+    ``wrap_tool_call`` middleware; a tool's ``Command`` (``goto``, ``Command.PARENT``),
+    interrupts, injected state, store and runtime, and its stream writer work as in any
+    LangGraph graph.
+
+    Args:
+        settings: The loop's settings (each run applies its context to them).
+        name: The node's name.
+    """
+    return ToolStep(settings).graph_node(name)

@@ -21,6 +21,15 @@ from loopgraphs.prompts.critic import (
     REVISE_REQUEST,
     REVISE_SYSTEM,
 )
+from loopgraphs.prompts.kit import (
+    EVALUATE_SYSTEM,
+    EVALUATE_USER,
+    REFLECT_SYSTEM,
+    REFLECT_USER,
+    REFORMAT_ANSWER,
+    VALUE_SYSTEM,
+    VALUE_USER,
+)
 from loopgraphs.prompts.plan_execute import (
     EARLIER_RESULTS_LEFT_OUT,
     EXECUTE_STEP,
@@ -43,10 +52,6 @@ from loopgraphs.prompts.react import (
     SHORT_ANSWER,
 )
 from loopgraphs.prompts.reflexion import (
-    EVALUATE_SYSTEM,
-    EVALUATE_USER,
-    REFLECT_SYSTEM,
-    REFLECT_USER,
     REFLECTIONS_BLOCK,
 )
 from loopgraphs.prompts.self_ask import (
@@ -125,6 +130,7 @@ __all__ = [
     "REFLECT_SYSTEM",
     "REFLECT_USER",
     "REFORMAT_ACTION",
+    "REFORMAT_ANSWER",
     "REFORMAT_JSON",
     "REPLAN_SYSTEM",
     "REPLAN_USER",
@@ -167,4 +173,6 @@ __all__ = [
     "TOT_SCORE_ALL",
     "TOT_SCORE_ONE",
     "TOT_SYSTEM",
+    "VALUE_SYSTEM",
+    "VALUE_USER",
 ]

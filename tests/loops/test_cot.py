@@ -10,7 +10,8 @@ import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from loopgraphs.graphs.cot import create_cot_graph, majority
+from loopgraphs.graphs.cot import create_cot_graph
+from loopgraphs.graphs.cot.steps import majority
 from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import content_text
@@ -240,7 +241,8 @@ def test_model_must_be_a_chat_model():
         create_cot_graph(42)
 
 
-@pytest.mark.parametrize("samples", [1, 5])
-def test_graph_shape_snapshot(samples):
+@pytest.mark.parametrize(("samples", "drawing"), [(1, "cot.mmd"), (5, "cot_vote.mmd")])
+def test_graph_shape_snapshot(samples, drawing):
+    """One sample ends at ``parse``; several are voted on in ``vote``."""
     _, graph = build([], self_consistency=samples)
-    assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / "cot.mmd").read_text()
+    assert graph.get_graph().draw_mermaid() == (SNAPSHOTS / drawing).read_text()

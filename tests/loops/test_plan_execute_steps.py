@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,8 +20,9 @@ from loopgraphs.graphs.plan_execute_steps import (
     step_iterations,
     synthesize,
 )
-from loopgraphs.graphs.react_subgraph import ReactSubgraph
+from loopgraphs.graphs.react import LOOP as REACT
 from loopgraphs.nodes.driver import run_sync
+from loopgraphs.nodes.inner import InnerLoop
 from loopgraphs.nodes.settings import make_settings
 from loopgraphs.nodes.step import Step
 from tests.support.fakes import calls, tool_call
@@ -41,7 +41,7 @@ def lookup(key: str) -> str:
 def options_for(replies: list[Any] | None = None, **kwargs: Any) -> PlanExecuteOptions:
     """The steps' options over a scripted native model, with ``lookup`` as the tool."""
     settings = make_settings("plan_execute", model_for("native", replies or []), [lookup], {})
-    react = ReactSubgraph(dataclasses.replace(settings, max_iterations=5), {})
+    react = InnerLoop(REACT, settings, {}, max_iterations=5)
     given = {"max_steps": 3, "replan": False, "approve_plan": False, **kwargs}
     return PlanExecuteOptions(settings=settings, react=react, **given)
 

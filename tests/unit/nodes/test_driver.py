@@ -58,11 +58,11 @@ def react_channels():
     """The channels of ReAct's state, as a routed step reads them."""
     from loopgraphs.nodes.build import new_graph
     from loopgraphs.nodes.settings import make_settings
-    from loopgraphs.state import ReActState, TotalsOutput
+    from loopgraphs.state import TotalsOutput, TotalsState
     from tests.support.fakes import ScriptedChatModel
 
     settings = make_settings("react", ScriptedChatModel(replies=["hi"]), None, {})
-    return new_graph(ReActState, TotalsOutput, {}, loop="react", settings=settings).channels
+    return new_graph(TotalsState, TotalsOutput, {}, loop="react", settings=settings).channels
 
 
 def reduced(channels, state, key, writes):

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopgraphs.graphs.cot import majority
+from loopgraphs.graphs.cot.steps import majority
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     answer_key,

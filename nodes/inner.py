@@ -1,4 +1,12 @@
-"""ReAct run as one step of another loop: Plan-and-Execute's steps, Reflexion's episodes."""
+"""Another loop run inside a step of this one (the kit's ``InnerLoop``): ReAct as
+Plan-and-Execute's steps and Reflexion's episodes.
+
+The inner loop is compiled once, as a subgraph drawn inside the step that runs it, with
+the caller's schemas and middleware; its ``before_agent``/``after_agent`` hooks run around
+the outer loop only. Each run gets the supersteps its budget needs, the run's tool calls
+so far (budgets and loop-break count the whole run), the caller's own state keys (and
+hands them back), and, with ``relay``, streams its chat turns as the calling step's.
+"""
 
 from __future__ import annotations
 
@@ -16,29 +24,28 @@ from langgraph.errors import ParentCommand
 from langgraph.types import Command, Overwrite
 from pydantic import BaseModel
 
-from loopgraphs.graphs.react import build_react
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
 from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relaying
 from loopgraphs.nodes.driver import Call
+from loopgraphs.nodes.loop import LoopSpec
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import EARLIER_CALLS, earlier_calls
-from loopgraphs.state import InnerReActOutput, LoopRuntime, empty_usage, scratch_of
+from loopgraphs.state import InnerOutput, LoopRuntime, empty_usage, scratch_of
 
-# Supersteps ReAct needs: up to three per iteration (generate, review, call_tool) and a
-# margin for tool selection, the final answer and synthesis.
-REACT_STEPS_PER_ITERATION = 3
-REACT_EXTRA_STEPS = 10
+# Supersteps an inner run needs besides its rounds: a margin for what its main cycle does
+# not count (tool selection, the final answer, synthesis).
+EXTRA_STEPS = 10
 
 
 @dataclass(frozen=True)
-class ReactCall(Call):
-    """A run of the ReAct subgraph inside a node, with enough supersteps for its budget.
+class InnerCall(Call):
+    """A run of an inner loop inside a node, with enough supersteps for its budget.
 
     The subgraph counts its supersteps on its own; a small ``recursion_limit`` meant for
-    the outer graph would otherwise cut a step's ReAct loop short (or end it in a
-    recursion error), so the subgraph gets at least what ``max_iterations`` needs. With
-    ``relay`` its chat turns stream as the calling node's (see
+    the outer graph would otherwise cut a step's inner loop short (or end it in a
+    recursion error), so the subgraph gets at least what ``max_iterations`` rounds of
+    ``round_steps`` need. With ``relay`` its chat turns stream as the calling node's (see
     ``loopgraphs.nodes.chat_relay``).
     """
 
@@ -46,9 +53,10 @@ class ReactCall(Call):
     context: object = None  # the run context for the subgraph; None: the caller's
     earlier: tuple[AnyMessage, ...] = ()  # the run's calls and results before this run
     relay: bool = False
+    round_steps: int = 3
 
     def _config(self, config: RunnableConfig) -> RunnableConfig:
-        needed = REACT_STEPS_PER_ITERATION * self.max_iterations + REACT_EXTRA_STEPS
+        needed = self.round_steps * self.max_iterations + EXTRA_STEPS
         limit = max(int(config.get("recursion_limit") or 0), needed)
         configurable = {**(config.get("configurable") or {}), EARLIER_CALLS: self.earlier}
         return {**config, "recursion_limit": limit, "configurable": configurable}
@@ -68,22 +76,43 @@ class ReactCall(Call):
             return await self.runnable.ainvoke(self.input, inner, context=self.context)
 
 
-class ReactSubgraph:
-    """The ReAct graph compiled for ``settings`` (without a structured response) and the
-    caller's schemas in ``options``, run from inside a node of another loop. The caller's
+class InnerLoop:
+    """A loop (``spec``) compiled for ``settings`` (without a structured response) and the
+    caller's schemas in ``options``, run from inside a step of another loop. The caller's
     own state keys go into every run and come back from it, so tools can read and update
-    them."""
+    them.
 
-    def __init__(self, settings: LoopSettings, options: Mapping[str, object]) -> None:
-        self.settings = dataclasses.replace(settings, response_format=None, step_run=True)
-        self.graph = build_react(
-            self.settings, subgraph_options(options), agent_hooks=False
-        ).compile(name="react")
+    Args:
+        spec: The inner loop (ReAct, say).
+        settings: The calling loop's settings; the inner loop runs with them.
+        options: The calling loop's shared options (its schemas and middleware).
+        **own: The inner loop's own keywords (its defaults for the rest).
+    """
+
+    def __init__(
+        self,
+        spec: LoopSpec[Any],
+        settings: LoopSettings,
+        options: Mapping[str, object],
+        **own: object,
+    ) -> None:
+        resolved = spec.resolve(own)
+        budget = resolved.get(spec.iterations_option) if spec.iterations_option else None
+        self.settings = dataclasses.replace(
+            settings,
+            response_format=None,
+            step_run=True,
+            options=resolved,
+            max_iterations=settings.max_iterations if budget is None else cast(int, budget),
+        )
+        self.graph, plan = spec.build_inner(self.settings, subgraph_options(options))
+        main = spec.main_step or ""
+        self.round_steps = max(plan.counts(main).round, 1) if main else 3
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
 
     def limited(self, runtime: LoopRuntime, max_iterations: int) -> object:
-        """The run context that gives ReAct ``max_iterations`` iterations: the caller's
+        """The run context that gives the inner loop ``max_iterations`` iterations: the caller's
         context with that value, of the same kind; None when it is not below the run's
         own budget, or when the context's type has no ``max_iterations`` field."""
         if max_iterations >= self.settings.for_run(runtime).max_iterations:
@@ -107,7 +136,7 @@ class ReactSubgraph:
         return {**(context or {}), "max_iterations": max_iterations}
 
     def iterations(self, runtime: LoopRuntime, wanted: int) -> int:
-        """The iterations a ReAct run asked for ``wanted`` gets (see ``limited``)."""
+        """The iterations an inner run asked for ``wanted`` gets (see ``limited``)."""
         budget = self.settings.for_run(runtime).max_iterations
         return wanted if self.limited(runtime, wanted) is not None else budget
 
@@ -119,21 +148,21 @@ class ReactSubgraph:
         max_iterations: int | None = None,
         *,
         relay: bool = False,
-    ) -> Generator[Call, Any, tuple[InnerReActOutput, InnerReActOutput]]:
-        """Run ReAct on ``messages`` with the run's iteration budget.
+    ) -> Generator[Call, Any, tuple[InnerOutput, InnerOutput]]:
+        """Run the inner loop on ``messages`` with the run's iteration budget.
 
         Args:
             step: The calling step (the run's settings, and the runtime whose context may
                 change ``max_iterations``).
             state: The calling loop's state.
-            messages: ReAct's input conversation.
+            messages: The inner loop's input conversation.
             max_iterations: A smaller budget for this run, which ``iterations`` says
                 whether it gets; None: the run's own.
             relay: Stream the run's chat turns as the calling step's (``stream_mode=
                 "messages"`` then shows them without ``subgraphs=True``).
 
         Returns:
-            ReAct's output, and the calling loop's update for it: the model calls, retries
+            The inner loop's output, and the calling loop's update for it: the model calls, retries
             and tokens it spent, the tool mode it ran in and the caller's own keys. When a
             middleware hook ended the run (a call limit with ``exit_behavior="end"``), the
             update ends the calling loop too: status "max_iterations", and the mark that
@@ -147,8 +176,14 @@ class ReactSubgraph:
         given = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
         start = scratch_of(state).get("transcript_start") or 0
         earlier = (*earlier_calls(get_config()), *tool_work((state.get("messages") or [])[start:]))
-        inner = ReactCall(
-            self.graph, {"messages": given, **carried}, budget, context, earlier, relay
+        inner = InnerCall(
+            self.graph,
+            {"messages": given, **carried},
+            budget,
+            context,
+            earlier,
+            relay,
+            self.round_steps,
         )
         try:
             out = yield inner
@@ -156,7 +191,7 @@ class ReactSubgraph:
             raise handed_on(handoff, state.get("messages") or [], given) from None
         # The caller's own keys go back too: keys beside those the type names.
         spent = cast(
-            InnerReActOutput,
+            InnerOutput,
             {
                 "llm_calls": out.get("llm_calls", 0),
                 "retries": out.get("retries", 0),
@@ -183,7 +218,7 @@ def ended_by_hook(out: Mapping[str, object]) -> bool:
     return bool(scratch_of(out).get("hook_ended"))
 
 
-def closing_message(out: InnerReActOutput) -> list[AnyMessage]:
+def closing_message(out: InnerOutput) -> list[AnyMessage]:
     """The closing message a hook ended the inner run ``out`` with (a tool-call limit's
     notice), which joins the calling loop's transcript; empty when there is none."""
     messages = out.get("messages") or []

@@ -1,0 +1,212 @@
+"""The kit's ``generate``: one model turn through the seam, as a step's logic asks for it.
+
+A step's logic is a generator (see ``loopgraphs.nodes.driver``); it runs a turn with
+``turn = yield from generate(step, state, messages, instructions=...)`` and gets a
+``Turn``: the reply, the messages the thread keeps, and the calls and tokens spent. The
+turn goes through the run's ``wrap_model_call`` middleware in the run's tool mode; a
+reply cut at the token cap, or one that says nothing, is asked for once more (the
+instruction goes into that request only); a refusal ends the run with the model's
+words. A turn that names a ``purpose`` is internal (a plan, a verdict, a sample): it is
+sent with LangGraph's ``nostream`` tag, so a chat does not show it. ``prompt_message``
+makes a loop's prompt about the user's request carry the request's images, files and
+audio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool
+
+from loopgraphs import prompts
+from loopgraphs.nodes.driver import ModelBatch, Request
+from loopgraphs.nodes.errors import all_failed, failed_requests
+from loopgraphs.nodes.generate import reasked, spent_together
+from loopgraphs.nodes.model_call import ModelCaller, as_outcome, call_model, spent_on
+from loopgraphs.nodes.model_send import Instructions, RequestForm
+from loopgraphs.nodes.model_turn import model_turn
+from loopgraphs.nodes.parsing.text import content_text, cut_short
+from loopgraphs.nodes.step import Step
+from loopgraphs.state import ModelSpend, conversation_of
+from loopgraphs.text import media_blocks
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one ``generate`` produced.
+
+    Attributes:
+        reply: The reply to read: the model's, or its reply to the one re-ask when the
+            first was cut at the token cap or said nothing.
+        messages: What the thread keeps of the turn: the reply, and the reply to the
+            re-ask when there was one (the re-ask itself is never kept). Empty for an
+            internal turn, which a chat does not show.
+        spent: The ``llm_calls``/``usage`` update for every request the turn sent.
+        tool_mode: The tool mode the turn was answered in (turns that offered tools).
+    """
+
+    reply: AIMessage
+    messages: list[AnyMessage]
+    spent: ModelSpend
+    tool_mode: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """Whether the reply was cut at the token cap (or repeats itself until it)."""
+        return cut_short(self.reply)
+
+    @property
+    def text(self) -> str:
+        """The reply's text, stripped; empty when the reply was cut."""
+        return "" if self.cut else content_text(self.reply.content).strip()
+
+
+def generate(
+    step: Step[Any],
+    state: Mapping[str, object],
+    messages: Sequence[BaseMessage],
+    *,
+    instructions: Instructions | RequestForm = "",
+    purpose: str | None = None,
+    again: bool = True,
+    with_system: bool = True,
+    tools: Sequence[BaseTool | dict[str, Any]] = (),
+    tool_choice: str | None = None,
+    model_settings: Mapping[str, object] | None = None,
+) -> Generator[Request, Any, Turn]:
+    """One model turn through the seam (the run's middleware, model and system prompt).
+
+    Args:
+        step: The running step (its run settings, runtime and budget).
+        state: The loop's state (the requests carry it; a callable ``system_prompt``
+            reads it).
+        messages: The request, without a system message.
+        instructions: The loop's system text for the turn (placed after the caller's
+            ``system_prompt``), or a ``RequestForm`` saying how tools reach the model.
+        purpose: What an internal turn is for (``"plan"``, ``"sample"``, ...): it does not
+            stream as the chat's reply and ``messages`` stays empty. None: a chat turn.
+        again: Ask once more when the reply is cut at the token cap (for a short answer)
+            or says nothing (for the answer).
+        with_system: Whether the caller's ``system_prompt`` goes first.
+        tools: Tools offered to the model (bound, or as the form says).
+        tool_choice: ``"required"``, ``"none"``, a tool name or None.
+        model_settings: Keyword arguments bound to the model for this turn (for example
+            ``max_tokens``, ``temperature``).
+
+    Returns:
+        The ``Turn``.
+    """
+    ask = step.ask(state)
+    form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
+
+    def request(asked: Sequence[BaseMessage]) -> Any:
+        return ask.call(
+            asked,
+            form,
+            tools=tools,
+            tool_choice=tool_choice,
+            with_system=with_system,
+            model_settings=model_settings,
+            purpose=purpose,
+        )
+
+    reply, spent = yield from call_model(request(messages))
+    kept: list[AnyMessage] = [] if purpose else [reply]
+    again_asked = _reask_for(reply) if again else None
+    if again_asked is None:
+        return Turn(reply, kept, spent)
+    retold: list[AnyMessage] = [*cast("Sequence[AnyMessage]", messages), reply]
+    more_reply, more = yield from call_model(request(reasked(retold, again_asked)))
+    kept = [] if purpose else [reply, more_reply]
+    return Turn(more_reply, kept, spent_together(spent, more))
+
+
+def _reask_for(reply: AIMessage) -> str | None:
+    """The re-ask a reply calls for: a short answer after a cut one, the answer after
+    one that says nothing; None for a usable reply."""
+    if cut_short(reply):
+        return prompts.SHORT_ANSWER
+    if not content_text(reply.content).strip() and not reply.tool_calls:
+        return prompts.NO_ANSWER
+    return None
+
+
+def act(
+    step: Step[Any],
+    state: Mapping[str, object],
+    messages: Sequence[AnyMessage],
+    *,
+    require: str | None = None,
+) -> Generator[Request, Any, Turn]:
+    """One turn that offers the run's tools in its tool mode: bound to the model
+    (native), as one schema-constrained JSON action (json) or described in the prompt
+    (text), with ``auto`` mode's fallbacks when the provider refuses a form. Read the
+    reply with ``read_action``.
+
+    Args:
+        step: The running step.
+        state: The loop's state (its ``tool_mode`` is the mode the run is in).
+        messages: The thread as the model reads it (tool calls and results included).
+        require: ``"required"``, a tool name, ``"none"`` (answer now, no tool) or None.
+
+    Returns:
+        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode reply is
+        JSON: it is sent as an internal call and kept in ``messages`` as sent, for the
+        step to replace with what the chat shows (``read_action``'s message).
+    """
+    update = yield from model_turn(step.run, state, messages, require=require, runtime=step.runtime)
+    reply = update["messages"][0]
+    assert isinstance(reply, AIMessage)
+    spent: ModelSpend = {"llm_calls": update["llm_calls"], "usage": update["usage"]}
+    return Turn(reply, [reply], spent, update["tool_mode"])
+
+
+def samples(
+    step: Step[Any],
+    state: Mapping[str, object],
+    messages: Sequence[BaseMessage],
+    count: int,
+    *,
+    instructions: Instructions | RequestForm = "",
+    purpose: str = "sample",
+    model_settings: Mapping[str, object] | None = None,
+) -> Generator[Request, Any, tuple[list[AIMessage], ModelSpend]]:
+    """``count`` internal turns on the same request, sent concurrently (self-consistency,
+    sampled thoughts). Failed turns are left out; when all fail, the first failure is
+    raised.
+
+    Returns:
+        The replies that came back, in order, and the ``llm_calls``/``usage`` update of
+        every request (failed ones included).
+    """
+    ask: ModelCaller = step.ask(state)
+    form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
+    call = ask.call(messages, form, model_settings=model_settings, purpose=purpose)
+    results = yield ModelBatch([call] * count)
+    outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
+    if not outcomes:
+        raise all_failed(results)
+    spent = spent_on(outcomes)
+    spent["llm_calls"] += failed_requests(results)
+    return [outcome.reply for outcome in outcomes], spent
+
+
+def prompt_message(state: Mapping[str, object], text: str) -> HumanMessage:
+    """A loop's user-role prompt about the user's request: ``text`` (the loop's words,
+    the request's text restated in them), followed by the images, files and audio of the
+    request as the user gave them, so that a model answering the prompt sees them too.
+
+    The request is the latest user message before the run's own transcript (see
+    ``loopgraphs.state.conversation_of``); its non-text content blocks are passed as
+    they are, never re-rendered.
+    """
+    media = media_blocks(conversation_of(state))
+    if not media:
+        return HumanMessage(text)
+    return HumanMessage([{"type": "text", "text": text}, *media])
+
+
+__all__ = ["Turn", "act", "generate", "prompt_message", "samples"]
