@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 
 from loopgraphs.cli.errors import CliError
-from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, TOOL_LOOPS
+from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, get_spec
 from loopgraphs.models import CACHE_ENV, load_model
 
 DESCRIPTION = "The ``loopgraphs`` command: run, list, draw, demo and evaluate the loops."
@@ -43,9 +47,54 @@ def parse_option(text: str) -> tuple[str, OptionValue]:
     return key.strip().replace("-", "_"), value
 
 
+USE_HELP = (
+    "import a module or a Python file first (repeatable): one that registers loops of its "
+    "own with loopgraphs.register_loop, which the subcommands then know by name"
+)
+
+
+def use_modules(argv: Sequence[str]) -> list[str]:
+    """Import what each ``--use`` of ``argv`` names (a module, or a ``.py`` file), before
+    the parser is built, so that the loops they register are choices of the subcommands;
+    return ``argv`` without those flags.
+
+    Raises:
+        CliError: a module or file that cannot be imported, naming it.
+    """
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--use", action="append", default=[])
+    known, rest = early.parse_known_args(list(argv))
+    for target in known.use:
+        load_module(target)
+    return rest
+
+
+def load_module(target: str) -> None:
+    """Import a module by name, or a Python file by path (as a module named after it)."""
+    path = Path(target)
+    try:
+        if path.suffix == ".py":
+            if not path.is_file():
+                raise CliError(f"--use {target}: no such file")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise CliError(f"--use {target}: not a Python file")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(target)
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(f"--use {target}: {type(exc).__name__}: {exc}") from exc
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``loopgraphs`` command."""
+    """The argument parser of the ``loopgraphs`` command (its loop choices are the
+    registry's as it is now: build it after ``use_modules``)."""
     parser = argparse.ArgumentParser(prog="loopgraphs", description=DESCRIPTION)
+    parser.add_argument("--use", action="append", default=[], metavar="MODULE", help=USE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a loop on a question, showing each step live")
@@ -171,7 +220,7 @@ def model_from(args: argparse.Namespace) -> BaseChatModel:
 def loop_options(args: argparse.Namespace) -> dict[str, OptionValue]:
     """Keyword options for the chosen loop from the flags."""
     options = dict(parse_option(item) for item in args.option)
-    if args.loop in TOOL_LOOPS:
+    if get_spec(args.loop).takes_tools:
         options["tool_mode"] = args.tool_mode
         if args.approve_tools:
             options["interrupt_before_tools"] = True

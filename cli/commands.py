@@ -18,7 +18,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from loopgraphs.cli.approval import ask_decisions, pending_interrupts
-from loopgraphs.cli.arguments import TOOL_LOOPS, build_parser, default_db, loop_options, model_from
+from loopgraphs.cli.arguments import (
+    build_parser,
+    default_db,
+    loop_options,
+    model_from,
+    use_modules,
+)
 from loopgraphs.cli.errors import CliError
 from loopgraphs.cli.eval_command import command_eval
 from loopgraphs.cli.rendering import print_result, stream_run
@@ -40,7 +46,7 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
     try:
         tools = (
             get_tools(args.tools, files_root=args.files_root)
-            if args.tools and args.loop in TOOL_LOOPS
+            if args.tools and get_spec(args.loop).takes_tools
             else []
         )
     except ValueError as exc:
@@ -82,12 +88,16 @@ def command_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def command_list(console: Console) -> int:
-    """``list``: print the loops and when to use each."""
+    """``list``: print the loops, when to use each and its own keywords."""
     table = Table(title="loops")
     table.add_column("name")
     table.add_column("use it when")
+    table.add_column("keywords (default)")
     for name in LOOPS:
-        table.add_row(name, LOOP_SPECS[name].summary)
+        spec = LOOP_SPECS[name]
+        own = getattr(spec, "own", ())
+        keywords = ", ".join(f"{option.name}={option.default!r}" for option in own)
+        table.add_row(name, spec.summary, keywords)
     console.print(table)
     return 0
 
@@ -126,9 +136,9 @@ def command_fetch_model(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``loopgraphs`` console script."""
-    args = build_parser().parse_args(argv)
     console = Console()
     try:
+        args = build_parser().parse_args(use_modules(sys.argv[1:] if argv is None else argv))
         if args.command == "run":
             return command_run(args, console)
         if args.command == "list":

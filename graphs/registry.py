@@ -121,22 +121,29 @@ def register_loop(spec: LoopSpec[OptionsT]) -> LoopSpec[OptionsT]:
 
     Raises:
         TypeError: ``spec`` is not a ``LoopSpec``.
-        ValueError: another loop has its name already.
+        ValueError: another loop has its name already (the same loop defined again, by
+            a notebook cell or a module run a second time, replaces it).
     """
     if not isinstance(spec, LoopSpec):
         raise TypeError(
             f"register_loop takes a loopgraphs.nodes.LoopSpec; got {type(spec).__name__}"
         )
     known = LOOP_SPECS.get(spec.name)
-    if known is spec:
-        return spec
-    if known is not None:
+    if known is not None and not _redefines(known, spec):
         raise ValueError(
             f"a loop named {spec.name!r} is registered already; give yours another name"
         )
     LOOP_SPECS[spec.name] = spec
     LOOPS[spec.name] = spec.public_factory
     return spec
+
+
+def _redefines(known: Spec, spec: LoopSpec[Any]) -> bool:
+    """Whether ``spec`` is ``known`` defined again: the same wiring function of the same
+    module (a notebook cell or a file run again), which replaces it."""
+    wire = getattr(known, "wire", None)
+    same = (getattr(wire, "__module__", None), getattr(wire, "__qualname__", None))
+    return same == (spec.wire.__module__, spec.wire.__qualname__)
 
 
 def get_spec(name: str) -> Spec:

@@ -409,8 +409,8 @@ class LoopGraph(LoopBuilder):
         if "tools" in jumps and wiring.tools_node is None:
             raise ValueError(
                 f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but "
-                f"{wiring.loop} has no tool step; use it with a loop that calls tools "
-                "(react, plan_execute, reflexion, self_ask, critic) or drop 'tools' from "
+                f"{wiring.loop} has no tool step; use it with a loop that runs its tool "
+                "calls itself (one whose graph has the call_tool step) or drop 'tools' from "
                 "can_jump_to"
             )
         model_step = step or wiring.first_model_step

@@ -38,7 +38,7 @@ from loopgraphs.nodes.parsing.thoughts import (
     parse_scores,
 )
 from loopgraphs.nodes.reading import Parsed, parse
-from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.step import Step, check_step
 from loopgraphs.nodes.structured import with_bounds
 from loopgraphs.nodes.turns import generate, prompt_message
 from loopgraphs.state import ModelSpend, empty_usage, request_of
@@ -128,6 +128,7 @@ def evaluate(
     Returns:
         The ``Parsed`` judgement (its ``value`` None when no reply could be read).
     """
+    check_step(step, "evaluate")
     asked_about = request_of(state) if question is None else question
     answer = candidate[:MAX_CANDIDATE_CHARS]
     system, reader = "", None
@@ -191,6 +192,7 @@ def reflect(
         The ``Reflection``: the model's lesson, or, when it wrote none, one made from the
         feedback.
     """
+    check_step(step, "reflect")
     text = prompt.format(
         question=request_of(state) if question is None else question,
         answer=attempt[:MAX_CANDIDATE_CHARS],
@@ -256,6 +258,7 @@ def score_branches(
         RuntimeError: the provider rejected every scoring request (no reply at all);
             any other failure of every request is raised as it came.
     """
+    check_step(step, "score_branches")
     count = len(candidates)
     if count == 0:
         return Scored([], {"llm_calls": 0, "usage": empty_usage()})

@@ -29,7 +29,7 @@ from loopgraphs.nodes.generate import reasked, spent_together
 from loopgraphs.nodes.model_call import call_model
 from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.step import Step, check_step
 from loopgraphs.nodes.structured import Level, structured_call
 from loopgraphs.state import ModelSpend
 
@@ -106,6 +106,7 @@ def parse(
     Raises:
         TypeError: neither or both of ``schema`` and ``reader`` were given.
     """
+    check_step(step, "parse")
     if (schema is None) == (reader is None):
         raise TypeError("parse takes a schema= or a reader=, exactly one of them")
     if schema is not None:

@@ -68,4 +68,18 @@ class Step(Generic[OptionsT]):
         return self.run.budget.allows(state, steps=needed)
 
 
-__all__ = ["Step"]
+def check_step(step: object, node: str) -> None:
+    """Refuse a kit node's call whose ``step`` is not the ``Step`` a loop's step is handed.
+
+    Raises:
+        TypeError: naming the node and where its ``step`` comes from.
+    """
+    if not isinstance(step, Step):
+        raise TypeError(
+            f"{node}(step, state, ...): step must be the Step a loop's step is handed, as "
+            "in def my_step(state, step): ... added with LoopBuild.step; got "
+            f"{type(step).__name__}"
+        )
+
+
+__all__ = ["Step", "check_step"]

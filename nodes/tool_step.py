@@ -84,17 +84,35 @@ class ToolStep:
         successful ``return_direct`` tool, and notes a human message a tool added."""
 
         def call_tool(input: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
+            check_input(input)
             run = self.settings.for_run(runtime)
             output = invoke_tools(self.node_for(run), run, input, config)
             return _noted_human(_return_direct(run, output))
 
         async def acall_tool(input: object, config: RunnableConfig, runtime: LoopRuntime) -> object:
+            check_input(input)
             await load_context(runtime)
             run = self.settings.for_run(runtime)
             output = await self.node_for(run).ainvoke(input, config)
             return _noted_human(_return_direct(run, output))
 
         return untraced_callable(call_tool, acall_tool, name=name)  # pragma: no mutate
+
+
+def check_input(input: object) -> None:
+    """Refuse a tool step's input that holds no calls to run and no messages to find them
+    in: the step is in a graph whose state has no ``messages``.
+
+    Raises:
+        ValueError: naming what the state needs.
+    """
+    if isinstance(input, Mapping) and "messages" not in input:
+        raise ValueError(
+            "call_tool runs the tool calls of the state's last message, but this graph's "
+            f"state has no 'messages' (its keys: {', '.join(sorted(input)) or 'none'}): "
+            "build the graph's state on loopgraphs.nodes.LoopState, or send the step its "
+            "calls (Send('call_tool', [call]))"
+        )
 
 
 def _async_only(tool: BaseTool | None) -> bool:

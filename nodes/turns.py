@@ -29,7 +29,7 @@ from loopgraphs.nodes.model_call import ModelCaller, as_outcome, call_model, spe
 from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.model_turn import model_turn
 from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.step import Step, check_step
 from loopgraphs.state import ModelSpend, conversation_of
 from loopgraphs.text import media_blocks
 
@@ -99,6 +99,7 @@ def generate(
     Returns:
         The ``Turn``.
     """
+    check_step(step, "generate")
     ask = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
 
@@ -157,6 +158,7 @@ def act(
         JSON: it is sent as an internal call and kept in ``messages`` as sent, for the
         step to replace with what the chat shows (``read_action``'s message).
     """
+    check_step(step, "act")
     update = yield from model_turn(step.run, state, messages, require=require, runtime=step.runtime)
     reply = update["messages"][0]
     assert isinstance(reply, AIMessage)
@@ -182,6 +184,7 @@ def samples(
         The replies that came back, in order, and the ``llm_calls``/``usage`` update of
         every request (failed ones included).
     """
+    check_step(step, "samples")
     ask: ModelCaller = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
     call = ask.call(messages, form, model_settings=model_settings, purpose=purpose)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +13,13 @@ from loopgraphs.graphs import registry
 from tests.support.scripts import act, final, model_for
 
 
-def test_list_shows_all_seven_loops(capsys):
+def test_list_shows_every_loop_and_its_keywords(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in LOOPS:
+    for name, spec in registry.LOOP_SPECS.items():
         assert name in out
+        for option in getattr(spec, "own", ()):
+            assert f"{option.name}={option.default!r}" in out
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
@@ -29,7 +32,7 @@ def test_draw_prints_mermaid(name, capsys):
     # The nodes each loop's module docstring and the docs' loop pages describe, and no others.
     tool_steps = {"call_tool", "final_answer"}
     expected = {
-        "cot": {"prepare", "generate", "parse", "vote"},
+        "cot": {"prepare", "generate", "parse"},
         "critic": {"prepare", "generate", "critique", "call_tool", "revise"},
         "plan_execute": {"prepare", "plan", "execute", "synthesize"},
         "react": {"prepare", "select_tools", "generate", *tool_steps},
@@ -81,6 +84,54 @@ def test_run_accepts_every_loop(name, monkeypatch, tmp_path, capsys):
     )
     assert code == 0
     assert '"status"' in capsys.readouterr().out
+
+
+def own_loop_file(folder: Path) -> Path:
+    """The docs' "Writing your own loop" example as a user's file."""
+    from tests.services.test_docs import PAGES, blocks_of
+
+    code = blocks_of(PAGES / "writing-a-loop.md")[0].code
+    path = folder / "self_refine.py"
+    path.write_text(code)
+    return path
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """The registry as it is, restored after the test (a loop ``--use`` adds goes)."""
+    forget_after(monkeypatch, "self_refine")
+
+
+def forget_after(monkeypatch, name: str) -> None:
+    """Have the registry, and ``sys.modules``, forget ``name`` when the test ends."""
+    for table in (registry.LOOP_SPECS, registry.LOOPS, sys.modules):
+        monkeypatch.setitem(table, name, None)
+        del table[name]
+
+
+def test_a_loop_of_ones_own_is_listed_drawn_and_run_with_use(
+    fresh_registry, monkeypatch, tmp_path, capsys
+):
+    path = own_loop_file(tmp_path)
+    assert cli.main(["--use", str(path), "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "self_refine" in listed and "max_rounds=2" in listed
+    assert cli.main(["--use", str(path), "draw", "self_refine"]) == 0
+    drawn = capsys.readouterr().out
+    assert "critique" in drawn and "revise" in drawn
+    model = scripted(monkeypatch, ["323", '{"satisfactory": true, "feedback": ""}'])
+    db = str(tmp_path / "x.sqlite")
+    argv = ["--use", str(path), "run", "self_refine", "17*19?", "--db", db, "--json"]
+    assert cli.main([*argv, "--option", "max_rounds=1"]) == 0
+    out = capsys.readouterr().out
+    assert '"completed"' in out and "323" in out and model.call_count == 2
+
+
+def test_use_names_a_module_that_cannot_be_imported(capsys, tmp_path):
+    assert cli.main(["--use", "no_such_module_here", "list"]) == 2
+    assert "--use no_such_module_here: ModuleNotFoundError" in capsys.readouterr().out
+    assert cli.main(["--use", str(tmp_path / "missing.py"), "list"]) == 2
+    assert "no such file" in capsys.readouterr().out
 
 
 def test_run_shows_steps_live_and_the_answer(monkeypatch, tmp_path, capsys):

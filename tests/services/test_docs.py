@@ -28,6 +28,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,10 +91,22 @@ def setup_evaluation(namespace: dict[str, Any]) -> None:
     loads_scripted(namespace, capable(["So the final answer is: 323\nFINAL ANSWER: 323"]))
 
 
+def setup_self_refine(namespace: dict[str, Any]) -> None:
+    """A loop of the reader's own: registered for this page only; its model drafts "323"
+    and the evaluator is satisfied."""
+    from loopgraphs.graphs import registry
+
+    for table in (registry.LOOP_SPECS, registry.LOOPS):
+        namespace["_patch"].setitem(table, "self_refine", None)
+        del table["self_refine"]
+    namespace["model"] = capable(["323", '{"satisfactory": true, "feedback": ""}'])
+
+
 SETUPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "quickstart": setup_quickstart,
     "approval": setup_approval,
     "evaluation": setup_evaluation,
+    "self_refine": setup_self_refine,
 }
 
 
@@ -143,14 +156,20 @@ def run_block(block: Block, namespace: dict[str, Any]) -> None:
 @pytest.mark.parametrize("path", documented(), ids=page_id)
 def test_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, Any] = {
-        "__name__": "__docs__",
-        "_patch": monkeypatch,
-        "model": capable(["42"]),
-        "supervisor_model": capable(["42"]),
-        "tools": [calculator],
-        "search": make_search_tool(),
-    }
+    # The page's blocks run as a module of their own, as a reader's file would (type hints
+    # written as strings resolve in it).
+    module = types.ModuleType("__docs__")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace: dict[str, Any] = module.__dict__
+    namespace.update(
+        {
+            "_patch": monkeypatch,
+            "model": capable(["42"]),
+            "supervisor_model": capable(["42"]),
+            "tools": [calculator],
+            "search": make_search_tool(),
+        }
+    )
     for block in blocks_of(path):
         marker = block.marker or ""
         if marker.startswith("not run"):

@@ -37,7 +37,7 @@ from loopgraphs import LOOPS
 from loopgraphs.nodes.parsing.text import content_text
 from tests.services.test_provider_loops import ANSWER, finisher, forced_tool
 from tests.support.chat_ui import ChatUI, Streamed, assistant_for, is_raw_json
-from tests.support.langgraph_server import TEST_CONFIG
+from tests.support.langgraph_server import served_config
 from tests.support.provider_server import Call, ProviderServer, Request, Turn
 from tests.support.scripts import MODES
 from tests.support.served_graphs import TOOL_LOOPS
@@ -202,7 +202,7 @@ def test_the_test_server_serves_langgraph_json_and_the_approval_graphs():
     """The test config serves the production graphs exactly as langgraph.json lists them,
     plus one approval variant per tool loop."""
     production = json.loads((ROOT / "langgraph.json").read_text())
-    served = json.loads(TEST_CONFIG.read_text())
+    served = served_config()
     assert served["dependencies"] == production["dependencies"]
     extra = {name: path for name, path in served["graphs"].items() if name not in LOOPS}
     assert {name: served["graphs"][name] for name in LOOPS} == production["graphs"]

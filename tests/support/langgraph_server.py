@@ -1,10 +1,10 @@
 """Pytest plugin: one ``langgraph dev`` server on loopback for the test session.
 
-The server serves ``TEST_CONFIG``: the seven loops of the repository's ``langgraph.json``,
-unchanged, and the test graphs of ``tests/support/served_graphs.py`` (each tool loop
-pausing for approval before tool calls). ``langgraph dev`` resolves the config's graph
-paths and dependencies against its working directory, the repository root, not against
-the config file's folder. The server caps the model replies of its runs at
+The server serves ``served_config()``, written to ``TEST_CONFIG``: the loops of the
+repository's ``langgraph.json``, unchanged, and the test graphs of
+``tests/support/served_graphs.py`` (each tool loop of the registry pausing for approval
+before tool calls). ``langgraph dev`` resolves the config's graph paths and dependencies
+against its working directory, the repository root, not against the config file's folder. The server caps the model replies of its runs at
 ``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process group) when the session
 ends. Register it from the root test conftest with
 ``pytest_plugins = ["tests.support.langgraph_server"]``.
@@ -12,6 +12,7 @@ ends. Register it from the root test conftest with
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -24,10 +25,23 @@ from pathlib import Path
 
 import pytest
 
+from loopgraphs.graphs.registry import TOOL_LOOPS
+
 ROOT = Path(__file__).resolve().parents[2]
-TEST_CONFIG = Path(__file__).with_name("langgraph.test.json")
+TEST_CONFIG = ROOT / "build" / "langgraph.test.json"
 DEV_MAX_TOKENS = 48
 READY_TIMEOUT = 120.0
+
+
+def served_config() -> dict[str, object]:
+    """The test server's config: langgraph.json, and ``<loop>_approval`` for every tool
+    loop of the registry (``tests/support/served_graphs.py``)."""
+    production = json.loads((ROOT / "langgraph.json").read_text())
+    approvals = {
+        f"{loop}_approval": f"./tests/support/served_graphs.py:{loop}_approval"
+        for loop in TOOL_LOOPS
+    }
+    return {**production, "graphs": {**production["graphs"], **approvals}}
 
 
 def free_port() -> int:
@@ -58,6 +72,8 @@ def langgraph_dev_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     cli = Path(sys.executable).with_name("langgraph")
     if sys.version_info < (3, 11) or not cli.exists():
         pytest.skip("langgraph dev (langgraph-cli[inmem], the [studio] extra) needs Python 3.11+")
+    TEST_CONFIG.parent.mkdir(exist_ok=True)
+    TEST_CONFIG.write_text(json.dumps(served_config(), indent=2))
     port = free_port()
     log = (tmp_path_factory.mktemp("langgraph-dev") / "server.log").open("w")
     env = {

@@ -1,9 +1,10 @@
-"""Graphs the test ``langgraph dev`` server serves next to the seven loops of langgraph.json.
+"""Graphs the test ``langgraph dev`` server serves next to the loops of langgraph.json.
 
-Each tool loop is built as graphs/studio.py builds it (model, tool mode, tools and budget
-from the run's context; the Studio tools and history bound), but pauses for human approval
-before every tool call (``interrupt_before_tools=True``). They are served as
-``<loop>_approval`` by tests/support/langgraph.test.json.
+Each tool loop of the registry is built as graphs/studio.py builds it (model, tool mode,
+tools and budget from the run's context; the Studio tools and history bound), but pauses
+for human approval before every tool call (``interrupt_before_tools=True``). They are
+served as ``<loop>_approval`` (see ``tests.support.langgraph_server.served_config``): this
+module has a factory of that name for every tool loop of the registry.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def _factory(loop: str) -> Callable[[], Awaitable[CompiledLoop]]:
     return factory
 
 
-critic_approval = _factory("critic")
-plan_execute_approval = _factory("plan_execute")
-react_approval = _factory("react")
-reflexion_approval = _factory("reflexion")
-self_ask_approval = _factory("self_ask")
+def __getattr__(name: str) -> Callable[[], Awaitable[CompiledLoop]]:
+    """``<loop>_approval``: the factory of a tool loop's approval graph."""
+    loop = name.removesuffix("_approval")
+    if name.endswith("_approval") and loop in TOOL_LOOPS:
+        return _factory(loop)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
