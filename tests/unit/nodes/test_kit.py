@@ -225,7 +225,7 @@ def test_register_loop_adds_a_loop_and_refuses_a_second_of_the_same_name(monkeyp
 
     with pytest.raises(ValueError, match="a loop named 'echo' is registered already"):
         registry.register_loop(echo_spec(wire=other))
-    with pytest.raises(TypeError, match="register_loop takes a loopgraphs.nodes.LoopSpec"):
+    with pytest.raises(TypeError, match=r"register_loop takes a loopgraphs\.nodes\.LoopSpec"):
         registry.register_loop("echo")  # type: ignore[arg-type]
 
 
@@ -392,7 +392,7 @@ def test_a_users_tool_loop_gets_the_tool_step_and_approvals():
     assert [(a["name"], a["args"]) for a in asked] == [("multiply", {"a": 6, "b": 7})]
     out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert (out["status"], out["answer"]) == ("completed", "42")
-    result = [m for m in out["messages"] if m.type == "tool"][0]
+    result = next(m for m in out["messages"] if m.type == "tool")
     assert "42" in result.content
 
 
