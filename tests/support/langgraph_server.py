@@ -4,10 +4,10 @@ The server serves ``served_config()``, written to ``TEST_CONFIG``: the loops of 
 repository's ``langgraph.json``, unchanged, and the test graphs of
 ``tests/support/served_graphs.py`` (each tool loop of the registry pausing for approval
 before tool calls). ``langgraph dev`` resolves the config's graph paths and dependencies
-against its working directory, the repository root, not against the config file's folder. The server caps the model replies of its runs at
-``DEV_MAX_TOKENS`` tokens, and is stopped (its whole process group) when the session
-ends. Register it from the root test conftest with
-``pytest_plugins = ["tests.support.langgraph_server"]``.
+against its working directory, the repository root, not against the config file's folder.
+The server caps the model replies of its runs at ``DEV_MAX_TOKENS`` tokens, and is stopped
+(its whole process group) when the session ends. Register it from the root test conftest
+with ``pytest_plugins = ["tests.support.langgraph_server"]``.
 """
 
 from __future__ import annotations

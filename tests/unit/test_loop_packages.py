@@ -15,7 +15,6 @@ import ast
 import inspect
 import json
 import re
-import typing
 from pathlib import Path
 
 import pytest
@@ -117,9 +116,9 @@ def test_a_loop_calls_the_model_only_through_the_kits_nodes(name):
     calls = []
     for path in sorted(package_of(name).glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in ("ask", "invoke", "ainvoke", "bind_tools"):
-                    calls.append(f"graphs/{name}/{path.name}:{node.lineno} .{node.func.attr}(")
+            called = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if called and node.func.attr in ("ask", "invoke", "ainvoke", "bind_tools"):
+                calls.append(f"graphs/{name}/{path.name}:{node.lineno} .{node.func.attr}(")
     assert not calls, "\n".join(calls)
 
 
@@ -160,7 +159,7 @@ def test_the_docs_list_every_loop():
         assert f"(`{name}`)" in readme, f"README.md's table of loops lacks {name}"
 
 
-NUMBERS = "one two three four five six seven eight nine ten eleven twelve".split()
+NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 COUNTED = re.compile(rf"\b({'|'.join(NUMBERS)})\s+(?:agent\s+)?loops\b", re.IGNORECASE)
 
 
