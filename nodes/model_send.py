@@ -17,6 +17,7 @@ caller's ``system_prompt``) in one system message.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -229,21 +230,53 @@ def _json_level(model: BaseChatModel, schema: Any, *, strict: bool = True) -> tu
     a grammar, bounds included); any other model a plain JSON schema with an object at
     its root, in strict form with ``strict=True`` where the client takes it.
 
+    A model whose ``with_structured_output`` takes the schema alone (no ``method``, no
+    ``include_raw``) gets the schema as the caller gave it, and its own structured output
+    is read as the reply's object (``_raw_and_parsed``).
+
     Raises:
-        NotImplementedError: the model's ``with_structured_output`` does not take the
-            arguments of provider-enforced JSON (a form it lacks: the request steps down).
+        NotImplementedError: the model has no structured output of its own at all (a form
+            it lacks: the request steps down).
     """
-    wrapped = False
+    given, wrapped = schema, False
     options: dict[str, Any] = {"method": "json_schema", "include_raw": True}
     if not needs_guided_steps(model):
         schema, wrapped = object_root(json_schema_of(schema))
         if strict and sends_strict(model, "with_structured_output"):
             schema, options["strict"] = strict_schema(schema), True
+    if not _takes_options(model):
+        return _own_structured_output(model, given), False
     try:
         return model.with_structured_output(schema, **options), wrapped
     except TypeError as exc:
         raise NotImplementedError(
             f"{type(model).__name__}.with_structured_output does not take {sorted(options)}: {exc}"
+        ) from exc
+
+
+def _takes_options(model: BaseChatModel) -> bool:
+    """Whether a model's ``with_structured_output`` takes keyword options besides the
+    schema (every provider client does; a model of one's own may not)."""
+    try:
+        parameters = inspect.signature(model.with_structured_output).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    kinds = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    named = {p.name for p in parameters}
+    return any(p.kind in kinds for p in parameters) or bool(named - {"schema"})
+
+
+def _own_structured_output(model: BaseChatModel, schema: Any) -> Sender:
+    """The model's own ``with_structured_output(schema)``, called as it is declared.
+
+    Raises:
+        NotImplementedError: the model refuses it (the request steps down).
+    """
+    try:
+        return model.with_structured_output(schema)
+    except (NotImplementedError, TypeError, ValueError) as exc:
+        raise NotImplementedError(
+            f"{type(model).__name__}.with_structured_output(schema) refused: {exc}"
         ) from exc
 
 
@@ -266,6 +299,11 @@ def _raw_and_parsed(output: object, wrapped: bool) -> tuple[AIMessage, object, b
     """The raw reply of a json-level call, the object it holds (read from the reply's
     text when the client parsed none), and whether that object was taken out of
     ``ROOT_KEY`` (the schema's root was wrapped and the reply followed it)."""
+    if not isinstance(output, AIMessage) and not (isinstance(output, dict) and "raw" in output):
+        # A model's own structured output: the object alone, no raw reply.
+        own = output.model_dump() if isinstance(output, BaseModel) else output
+        text = json.dumps(own, ensure_ascii=False, default=str) if own is not None else ""
+        return AIMessage(content=text), own, False
     raw = output.get("raw") if isinstance(output, dict) else output
     parsed = output.get("parsed") if isinstance(output, dict) else None
     reply = raw if isinstance(raw, AIMessage) else AIMessage(content="")

@@ -15,12 +15,14 @@ import json
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from loopgraphs import create_react_graph
+from loopgraphs import LOOPS, build_loop, create_react_graph
 from tests.compat.fake import FakeToolModel, call
 from tests.compat.support import act, final, model_for, tool_messages, tool_text
+from tests.support.fakes import ScriptedChatModel
 
 
 class WeatherBaseModel(BaseModel):
@@ -161,3 +163,47 @@ def test_a_structured_output_failure_is_reported(mode):
     assert out["status"] == "error"
     assert "structured output failed" in out["error"] and "WeatherBaseModel" in out["error"]
     assert out["llm_calls"] == model.call_count <= 4
+
+
+class SchemaOnly(ScriptedChatModel):
+    """A chat model whose ``with_structured_output`` takes the schema alone and returns
+    the object, as langgraph's own prebuilt tests' fake model does: the answer's schema
+    gives ``objects[its name]``; any other schema is one it cannot do."""
+
+    objects: dict[str, object] = Field(default_factory=dict)
+
+    def with_structured_output(self, schema):  # type: ignore[override]
+        name = getattr(schema, "__name__", None) or schema.get("title")
+        if name not in self.objects:
+            raise ValueError(f"no structured output for {name}")
+        return RunnableLambda(lambda _: self.objects[name])
+
+
+# Each loop's replies to one question, answered "sunny" without tools (the text forms of
+# the loops' own structured steps: a one-step plan, a satisfied verdict, scores).
+SUNNY = "The weather is sunny.\nFINAL ANSWER: sunny"
+SCHEMA_ONLY_SCRIPTS = {
+    "cot": [SUNNY],
+    "react": [SUNNY],
+    "plan_execute": ['{"steps": ["What is the weather?"]}', SUNNY, "sunny"],
+    "reflexion": [SUNNY, '{"satisfactory": true, "feedback": ""}'],
+    "self_ask": ["So the final answer is: sunny"],
+    "critic": [SUNNY, '{"verified": true, "claims": []}'],
+    "tot": ["1. ANSWER: sunny", '{"scores": [9]}'],
+}
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_a_model_whose_structured_output_takes_only_the_schema(loop):
+    """The response format steps down to the model's own ``with_structured_output(schema)``
+    before asking for JSON in words: the object arrives as create_react_agent gets it."""
+    model = SchemaOnly(
+        replies=SCHEMA_ONLY_SCRIPTS[loop],
+        repeat_last=True,
+        profile={"tool_calling": False},
+        objects={"WeatherBaseModel": WeatherBaseModel(**WEATHER_DATA)},
+    )
+    options = {"n_branches": 1, "beam_width": 1, "max_depth": 1} if loop == "tot" else {}
+    graph = build_loop(loop, model, [], response_format=WeatherBaseModel, **options)
+    out = graph.invoke({"messages": [HumanMessage("What is the weather?")]})
+    assert out["structured_response"] == WeatherBaseModel(**WEATHER_DATA), out
