@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langgraph._internal._constants import CONFIG_KEY_STREAM
 from langgraph._internal._runnable import RunnableCallable
 from langgraph._internal._typing import StateLike
 from langgraph.channels import BaseChannel
@@ -193,6 +194,19 @@ def is_managed(marker: object) -> bool:
     Assumes: ``is_managed_value`` tells a managed value's class from any other marker.
     """
     return bool(is_managed_value(marker))
+
+
+def streams_subgraphs(config: RunnableConfig) -> bool:
+    """Whether the run a node's ``config`` belongs to streams its subgraphs' output
+    (``stream(..., subgraphs=True)``): a graph run inside the node then streams its own
+    ``custom`` events to the caller itself.
+
+    Missing public API: nothing tells a node how its run is streamed.
+
+    Assumes: LangGraph puts its stream in the config under ``CONFIG_KEY_STREAM`` only when
+    subgraphs are streamed, and a graph run inside a node finds it there.
+    """
+    return CONFIG_KEY_STREAM in (config.get("configurable") or {})
 
 
 def is_cut_reply_error(exc: BaseException) -> bool:

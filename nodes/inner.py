@@ -19,11 +19,12 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config
+from langgraph.config import get_config, get_stream_writer
 from langgraph.errors import ParentCommand
 from langgraph.types import Command, Overwrite
 from pydantic import BaseModel
 
+from loopgraphs.internals import streams_subgraphs
 from loopgraphs.nodes.build import caller_keys, caller_reducers, subgraph_options
 from loopgraphs.nodes.chat_relay import AsyncChatRelay, ChatRelay, relaying
 from loopgraphs.nodes.driver import Call
@@ -62,18 +63,44 @@ class InnerCall(Call):
         return {**config, "recursion_limit": limit, "configurable": configurable}
 
     def invoke(self, config: RunnableConfig) -> Any:
-        inner = self._config(config)
-        if not self.relay:
-            return self.runnable.invoke(self.input, inner, context=self.context)
-        with relaying(ChatRelay(config)):
-            return self.runnable.invoke(self.input, inner, context=self.context)
+        with relaying(ChatRelay(config)) if self.relay else contextlib.nullcontext():
+            return self._run(self._config(config), streams_subgraphs(config))
 
     async def ainvoke(self, config: RunnableConfig) -> Any:
-        inner = self._config(config)
-        if not self.relay:
-            return await self.runnable.ainvoke(self.input, inner, context=self.context)
-        with relaying(AsyncChatRelay(config)):
-            return await self.runnable.ainvoke(self.input, inner, context=self.context)
+        with relaying(AsyncChatRelay(config)) if self.relay else contextlib.nullcontext():
+            return await self._arun(self._config(config), streams_subgraphs(config))
+
+    def _run(self, config: RunnableConfig, shown: bool) -> Any:
+        """The inner run's output. Its ``custom`` events (a tool's progress, written with
+        ``get_stream_writer()``) are passed on as the calling node's when the caller does
+        not stream subgraphs (when it does, LangGraph streams them as the inner run's)."""
+        if shown:
+            return self.runnable.invoke(self.input, config, context=self.context)
+        writer, output = get_stream_writer(), None
+        chunks = self.runnable.stream(
+            self.input, config, context=self.context, stream_mode=["values", "custom"]
+        )
+        for mode, chunk in chunks:
+            if mode == "custom":
+                writer(chunk)
+            else:
+                output = chunk
+        return output
+
+    async def _arun(self, config: RunnableConfig, shown: bool) -> Any:
+        """``_run`` awaited."""
+        if shown:
+            return await self.runnable.ainvoke(self.input, config, context=self.context)
+        writer, output = get_stream_writer(), None
+        chunks = self.runnable.astream(
+            self.input, config, context=self.context, stream_mode=["values", "custom"]
+        )
+        async for mode, chunk in chunks:
+            if mode == "custom":
+                writer(chunk)
+            else:
+                output = chunk
+        return output
 
 
 class InnerLoop:

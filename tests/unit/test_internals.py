@@ -534,3 +534,26 @@ def test_the_context_bound_is_langgraphs():
     from langgraph.typing import ContextT
 
     assert internals.ContextLike == ContextT.__bound__
+
+
+def test_a_graph_run_in_a_node_finds_the_stream_only_when_subgraphs_are_streamed():
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    from loopgraphs.internals import streams_subgraphs
+
+    class State(TypedDict, total=False):
+        seen: list[bool]
+
+    def node(state: State, config: RunnableConfig) -> State:
+        return {"seen": [streams_subgraphs(config)]}
+
+    graph = StateGraph(State)
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    compiled = graph.compile()
+    assert compiled.invoke({})["seen"] == [False]
+    updates = list(compiled.stream({}, stream_mode="updates"))
+    assert updates == [{"node": {"seen": [False]}}]
+    nested = list(compiled.stream({}, stream_mode="updates", subgraphs=True))
+    assert nested == [((), {"node": {"seen": [True]}})]
