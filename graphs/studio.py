@@ -11,8 +11,8 @@ context. The budgets are sized for a small local model; build your own graph for
 ones.
 
 There is one module-level graph factory per loop of the registry, named as the loop
-(``studio.react``, ...; made on first access from the registry, so a loop added there has
-one too), which is what langgraph.json points at. ``langgraph dev`` calls
+(``studio.react``, ...; made from the registry when the module is imported), which is what
+langgraph.json points at. ``langgraph dev`` calls
 a factory of no arguments for the graph and awaits what it returns, so importing this
 module builds nothing, and each graph is built on its first request, in a worker thread
 (building the search tool's index blocks), and kept (``studio_graph``).
@@ -69,20 +69,9 @@ def _factory(loop: str) -> Callable[[], Awaitable[StudioGraph]]:
     return factory
 
 
-def __getattr__(name: str) -> Callable[[], Awaitable[StudioGraph]]:
-    """The graph factory of the loop ``name`` (``studio.react``, ...), as langgraph.json
-    names it: one for every loop of the registry.
+FACTORIES = {name: _factory(name) for name in LOOP_SPECS}
+"""The graph factory of every loop of the registry, by its name, as langgraph.json names
+them (``studio.react``, ...): ``langgraph dev`` reads them from the module's variables."""
+globals().update(FACTORIES)
 
-    Raises:
-        AttributeError: ``name`` is no loop of the registry.
-    """
-    if name in LOOP_SPECS:
-        return _factory(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *LOOP_SPECS])
-
-
-__all__ = ["STUDIO_HISTORY_TOKENS", "STUDIO_TOOLS", "studio_graph"]
+__all__ = ["FACTORIES", "STUDIO_HISTORY_TOKENS", "STUDIO_TOOLS", "studio_graph", *FACTORIES]

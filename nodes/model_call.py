@@ -46,6 +46,7 @@ from langgraph.types import Command
 from loopgraphs.internals import is_cut_reply_error
 from loopgraphs.nodes.chat_relay import current_relay
 from loopgraphs.nodes.errors import failed_calls, is_form_rejection, mark_sent
+from loopgraphs.nodes.json_stream import AnswerField, AnswerRelay, AsyncAnswerRelay
 from loopgraphs.nodes.model_send import (
     PLAIN,
     LoopRequest,
@@ -204,18 +205,30 @@ class ModelCall:
     known_tools: frozenset[str] | None = None
     name: str | None = None
     purpose: str | None = None
+    answer: AnswerField | None = None
 
-    def sent_with(self, config: RunnableConfig) -> RunnableConfig | None:
+    def sent_with(
+        self, config: RunnableConfig, *, asynchronous: bool = False
+    ) -> RunnableConfig | None:
         """The config the request is sent with, merged with the node's ``config``: an
-        internal call's tags and metadata, or a relayed chat turn's; None for any other
-        chat turn, which runs in the node's config as it is."""
+        internal call's tags and metadata (with the relay that streams a json turn's
+        answer, see ``loopgraphs.nodes.json_stream``), or a relayed chat turn's; None for
+        any other chat turn, which runs in the node's config as it is."""
+        relay = current_relay()
         if self.purpose is not None:
             marks: RunnableConfig = {
                 "tags": [TAG_NOSTREAM, INTERNAL_TAG],
                 "metadata": {CALL_METADATA: self.purpose},
             }
+            if self.answer is not None:
+                manager = relay.manager if relay is not None else None
+                streams = (
+                    AsyncAnswerRelay(config, self.answer, manager)  # type: ignore[arg-type]
+                    if asynchronous
+                    else AnswerRelay(config, self.answer, manager)  # type: ignore[arg-type]
+                )
+                marks["callbacks"] = [streams]
             return merge_configs(config, marks)
-        relay = current_relay()
         if relay is None:
             return None
         return merge_configs(config, {"tags": [TAG_NOSTREAM], "callbacks": [relay]})
@@ -240,7 +253,9 @@ class ModelCall:
 
     async def ainvoke(self, config: RunnableConfig) -> Outcome:
         spent = Spent()
-        passed = self.sent_with(config) or (config if PASS_ASYNC_CONFIG else None)
+        passed = self.sent_with(config, asynchronous=True) or (
+            config if PASS_ASYNC_CONFIG else None
+        )
 
         async def handler(request: LoopRequest) -> ModelResponse:
             runnable, prompt, read = prepare(request, self.form, self.known_tools)
@@ -332,6 +347,7 @@ class ModelCaller:
         with_system: bool = True,
         model_settings: Mapping[str, object] | None = None,
         purpose: str | None = None,
+        answer: AnswerField | None = None,
     ) -> ModelCall:
         """A call of the model with ``messages``, sent the way ``form`` says.
 
@@ -349,6 +365,9 @@ class ModelCaller:
             purpose: What an internal call is for (``"plan"``, ``"evaluation"``,
                 ``JSON_TURN``, ...): its reply is not the chat's, so it does not stream
                 as a message (see the module's docstring). None: a chat turn.
+            answer: Where an internal call's JSON reply holds its answer, which is then
+                streamed to a chat as the node's own turn while it is written (see
+                ``loopgraphs.nodes.json_stream``).
         """
         request: LoopRequest = ModelRequest(
             model=self.model,
@@ -362,7 +381,7 @@ class ModelCaller:
             runtime=self.runtime,
         )
         known = self.known_tools if tools else None
-        return ModelCall(request, form, self.chain, known, self.name, purpose)
+        return ModelCall(request, form, self.chain, known, self.name, purpose, answer)
 
 
 def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:

@@ -24,6 +24,7 @@ from langchain_core.tools import BaseTool
 
 from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes.generate import node_caller, shown_as
+from loopgraphs.nodes.json_stream import REACT_ANSWER
 from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, first_accepted
 from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
 from loopgraphs.nodes.parsing.text import content_text, final_answer_of
@@ -72,8 +73,10 @@ def model_turn(
             tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require
         # A json step is JSON: the chat shows it once stored (its thought, its answer).
-        purpose = JSON_TURN if mode == "json" else None
-        return ask.call(history, form, tools=tools, tool_choice=choice, purpose=purpose)
+        purpose, answer = (JSON_TURN, REACT_ANSWER) if mode == "json" else (None, None)
+        return ask.call(
+            history, form, tools=tools, tool_choice=choice, purpose=purpose, answer=answer
+        )
 
     # The forms to try, in order: native tool calls (the only one when the user chose
     # native mode), JSON under the provider's schema enforcement, then JSON or text

@@ -317,6 +317,55 @@ def test_the_thread_holds_only_the_human_messages_sent(turns, run):
     assert humans(done.values["messages"]) == sent, shown(done.values["messages"])
 
 
+# --- json mode: the answer streams in pieces ----------------------------------------------
+
+LONG_ANSWER = "The capital of France is Paris, on the Seine, since the tenth century."
+
+
+def final_action(data: Any) -> dict[str, Any] | None:
+    """The final-answer action in a json-mode reply's object (its root maybe wrapped)."""
+    if isinstance(data, dict):
+        if data.get("action") == "final_answer":
+            return data
+        for value in data.values():
+            found = final_action(value)
+            if found is not None:
+                return found
+    return None
+
+
+def answers_at_length(request: Request) -> Turn:
+    """``finisher``, whose json-mode final answers are a sentence long."""
+    reply = finisher(request)
+    if request.schema is None or not reply.text:
+        return reply
+    data = json.loads(reply.text)
+    action = final_action(data)
+    if action is None:
+        return reply
+    action["action_input"] = LONG_ANSWER
+    return Turn(text=json.dumps(data))
+
+
+def json_answer_turn(client: Any, loop: str) -> tuple[Streamed, dict[str, Any]]:
+    with ProviderServer(responder=answers_at_length) as server:
+        chat = open_chat(client, server, loop, "json")
+        streamed = chat.send("What is the capital of France?")
+        return streamed, finished(chat, streamed)
+
+
+@pytest.mark.parametrize("loop", ["react", "reflexion"])
+def test_a_json_mode_answer_streams_in_pieces_never_as_json(client, loop):
+    """A json-mode turn's answer is read out of its JSON as it is written and streams as
+    the chat's reply, under the id the thread keeps it by."""
+    streamed, values = json_answer_turn(client, loop)
+    answer = [m for m in values["messages"] if m["type"] == "ai"][-1]
+    assert values["answer"] == LONG_ANSWER == text_of(answer)
+    pieces = [chunk.text for chunk in streamed.chunks if chunk.id == answer["id"] and chunk.text]
+    assert len(pieces) > 3 and "".join(pieces) == LONG_ANSWER, pieces
+    assert not any(is_raw_json(text) for text in streamed.bubbles().values())
+
+
 # --- 3. a follow-up remembers ----------------------------------------------------------------
 
 

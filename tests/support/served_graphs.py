@@ -52,9 +52,5 @@ def _factory(loop: str) -> Callable[[], Awaitable[CompiledLoop]]:
     return factory
 
 
-def __getattr__(name: str) -> Callable[[], Awaitable[CompiledLoop]]:
-    """``<loop>_approval``: the factory of a tool loop's approval graph."""
-    loop = name.removesuffix("_approval")
-    if name.endswith("_approval") and loop in TOOL_LOOPS:
-        return _factory(loop)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``<loop>_approval`` for every tool loop: ``langgraph dev`` reads the module's variables.
+globals().update({f"{loop}_approval": _factory(loop) for loop in TOOL_LOOPS})
