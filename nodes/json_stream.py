@@ -120,9 +120,9 @@ class _Reading:
 
     def delta(self, field: AnswerField, token: object, chunk: object) -> str:
         message = getattr(chunk, "message", None)
-        if self.id is None and getattr(message, "id", None):
-            self.id = message.id
-        piece = content_text(getattr(message, "content", None)) if message is not None else ""
+        if self.id is None:
+            self.id = getattr(message, "id", None)
+        piece = content_text(getattr(message, "content", None))
         self.text += piece or (token if isinstance(token, str) else "")
         answer = field.read(self.text)
         if answer is None or len(answer) <= len(self.sent):
