@@ -37,6 +37,7 @@ from loopgraphs.nodes.judging import (
     score_branches,
 )
 from loopgraphs.nodes.loop import REVIEW, TOOL_STEP, LoopBuild, LoopSpec, tool_calls
+from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.options import REQUIRED, Option
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import (
@@ -104,6 +105,7 @@ __all__ = [
     "bounded_thread",
     "call_tool",
     "closing_message",
+    "coerce_args",
     "content_text",
     "conversation",
     "cut_short",

@@ -53,12 +53,22 @@ class RunBudget:
 
     def tool_calls_spent(self, state: Mapping[str, object]) -> bool:
         """Whether the run has made all the tool calls ``max_tool_calls`` allows."""
+        return self.tool_calls_left(state) == 0
+
+    def tool_calls_left(self, state: Mapping[str, object]) -> int | None:
+        """How many more tool calls the run may make under ``max_tool_calls``, for a step
+        that sends several at once and keeps the rest for later (None: no limit).
+
+        Args:
+            state: The run's state (its messages since the run began, and the calls made
+                before an inner run of it, count).
+        """
         if self.max_tool_calls is None:
-            return False
+            return None
         start = scratch_of(state).get("transcript_start") or 0
         made = sum(1 for _ in calls_since(messages_of(state), start))
         made += sum(1 for _ in calls_since(earlier_calls(_running_config()), 0))
-        return made >= self.max_tool_calls
+        return max(self.max_tool_calls - made, 0)
 
 
 def _running_config() -> RunnableConfig | None:

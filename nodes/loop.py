@@ -103,6 +103,11 @@ class LoopSpec(Generic[OptionsT]):
         call_budget: The most model calls one run can make, from the loop's resolved
             keywords (documented on the loop's page, held by the tests).
         studio_options: Keywords of the graph served to LangGraph Studio.
+        writes_tool_calls: The loop writes every tool call itself (from a plan it
+            parsed), never in a model step's reply: a ``HumanInTheLoopMiddleware``, whose
+            ``after_model`` hook reads model steps' replies only, then reviews them in the
+            kit's review, as ``interrupt_before_tools`` does (see
+            ``loopgraphs.nodes.review.middleware_review``).
     """
 
     name: str
@@ -117,6 +122,7 @@ class LoopSpec(Generic[OptionsT]):
     main_step: str | None = None
     call_budget: Callable[[Mapping[str, Any]], int] | None = None
     studio_options: Mapping[str, object] = field(default_factory=dict)
+    writes_tool_calls: bool = False
     _factory: list[Callable[..., Any]] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -218,6 +224,7 @@ class LoopSpec(Generic[OptionsT]):
             max_iterations=cast(int, budget) if budget is not None else 10,
             own_keywords=tuple(own),
             own=own,
+            writes_tool_calls=self.writes_tool_calls,
         )
         return settings, shared
 

@@ -114,7 +114,20 @@ def coerce_args(registry: ToolRegistry, name: str, args: dict[str, Any] | str) -
     """Keyword arguments from a parsed action input: a bare string becomes the value of
     the tool's only (or only required) parameter, or is decoded as a JSON object. An
     optional parameter given as ``null`` is left out (a strict schema makes every
-    parameter required and the optional ones nullable), so the tool's default applies."""
+    parameter required and the optional ones nullable), so the tool's default applies.
+
+    A loop that makes tool calls itself (from a plan or a critique it parsed) builds each
+    ``ToolCall``'s ``args`` with it.
+
+    Args:
+        registry: The run's tools (``step.run.tools``).
+        name: The tool called.
+        args: Its input as the model wrote it: the arguments, or one text.
+
+    Returns:
+        The call's keyword arguments (``{"input": text}`` when the tool is unknown and the
+        text is no JSON object).
+    """
     tool = registry.get(name)
     schema = registry.parameters(name) if tool is not None else {}
     if isinstance(args, dict):

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import cast
 
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
@@ -80,6 +81,30 @@ def review_policy(value: object, tool_names: Sequence[str]) -> ReviewPolicy:
         if config.get("description"):
             entry["description"] = str(config["description"])
         policy[name] = entry
+    return policy
+
+
+def middleware_review(middleware: Sequence[object]) -> ReviewPolicy:
+    """The review policy of the ``HumanInTheLoopMiddleware`` among a loop's middleware
+    (batched mode), for tool calls the loop writes itself: its ``after_model`` hook reads
+    the reply of a model step, so it never sees them. Each tool's ``allowed_decisions``
+    and a text ``description`` are kept; a ``when`` predicate is not consulted (every
+    call of the tool pauses) and a description made by a function gives way to the
+    review's own. A middleware in ``per_call`` mode reviews each call as it runs, in the
+    tool step, and is left out here.
+
+    Args:
+        middleware: The loop's middleware, in order (a later one's tool wins).
+    """
+    policy: ReviewPolicy = {}
+    for item in middleware:
+        if not isinstance(item, HumanInTheLoopMiddleware) or item.interrupt_mode != "batched":
+            continue
+        for name, config in item.interrupt_on.items():
+            entry: ReviewConfig = {"allowed_decisions": list(config["allowed_decisions"])}
+            if isinstance(config.get("description"), str):
+                entry["description"] = str(config.get("description"))
+            policy[name] = entry
     return policy
 
 

@@ -28,7 +28,7 @@ from loopgraphs.nodes.budget import RunBudget
 from loopgraphs.nodes.errors import default_retry_policy
 from loopgraphs.nodes.middleware import Middlewares, check_middleware
 from loopgraphs.nodes.model_call import ModelChain
-from loopgraphs.nodes.review import ReviewConfig, ReviewPolicy, review_policy
+from loopgraphs.nodes.review import ReviewConfig, ReviewPolicy, middleware_review, review_policy
 from loopgraphs.nodes.run_context import (
     DEFAULT_MODEL_SPEC,
     cached_model,
@@ -310,6 +310,7 @@ def make_settings(
     max_iterations: int = 10,
     own_keywords: Sequence[str] = (),
     own: Mapping[str, Any] | None = None,
+    writes_tool_calls: bool = False,
 ) -> LoopSettings:
     """Validate a factory's arguments into ``LoopSettings``; errors name the argument.
 
@@ -323,6 +324,9 @@ def make_settings(
         own_keywords: The loop's own keywords, which the error for an unknown keyword
             lists with the shared ones.
         own: The loop's own keywords, resolved (``LoopSettings.options``).
+        writes_tool_calls: The loop writes its tool calls itself, never in a model step:
+            a ``HumanInTheLoopMiddleware`` reviews them with ``interrupt_before_tools``
+            (see ``loopgraphs.nodes.review.middleware_review``).
 
     Raises:
         TypeError, ValueError: an argument is unknown, of the wrong type or out of range.
@@ -365,7 +369,10 @@ def make_settings(
         ),
         tool_timeout=_check_timeout(options.get("tool_timeout", DEFAULT_TOOL_TIMEOUT)),
         retry_policy=policy if policy is not None else default_retry_policy(chat_model),
-        review=review_policy(options.get("interrupt_before_tools", False), registry.names),
+        review={
+            **(middleware_review(middleware.items) if writes_tool_calls else {}),
+            **review_policy(options.get("interrupt_before_tools", False), registry.names),
+        },
         system_prompt=_check_system_prompt(options.get("system_prompt")),
         tool_choice=_check_tool_choice(options.get("tool_choice"), registry),
         max_tool_calls=None if max_calls is None else check_positive("max_tool_calls", max_calls),
