@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react
+from loopgraphs.graphs import cot, react, rewoo
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
@@ -21,6 +21,8 @@ from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
 from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
+from loopgraphs.graphs.rewoo import ReWOOGraph
+from loopgraphs.graphs.rewoo.state import ReWOOOptions
 from loopgraphs.graphs.self_ask import SelfAskGraph, create_self_ask_graph
 from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
 from loopgraphs.nodes import LoopSpec
@@ -93,6 +95,7 @@ BUILT_IN: tuple[Spec, ...] = (
         budget_option="max_depth",
         studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
     ),
+    rewoo.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
 
@@ -157,7 +160,9 @@ def get_spec(name: str) -> Spec:
     return LOOP_SPECS[name]
 
 
-LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
+LoopName = Literal[
+    "cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot", "rewoo"
+]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
 
 
@@ -258,6 +263,14 @@ def build_loop(
     /,
     **options: Unpack[ToTOptions[ResponseT, ContextT]],
 ) -> ToTGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["rewoo"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[ReWOOOptions[ResponseT, ContextT]],
+) -> ReWOOGraph[ContextT, ResponseT]: ...
 @overload
 def build_loop(
     loop: LoopSpec[Any], model: Model, tools: ToolsArg = (), /, **options: Any

@@ -54,6 +54,18 @@ from loopgraphs.prompts.react import (
 from loopgraphs.prompts.reflexion import (
     REFLECTIONS_BLOCK,
 )
+from loopgraphs.prompts.rewoo import (
+    REWOO_MISSING_EVIDENCE,
+    REWOO_NO_PLAN,
+    REWOO_NOT_RUN,
+    REWOO_PLAN_MAY_BE_EMPTY,
+    REWOO_PLAN_MUST_CALL,
+    REWOO_PLAN_MUST_CALL_TOOL,
+    REWOO_PLANNER_SYSTEM,
+    REWOO_SOLVE,
+    REWOO_SOLVER_SYSTEM,
+    REWOO_STEP,
+)
 from loopgraphs.prompts.self_ask import (
     SELF_ASK_CONTINUE,
     SELF_ASK_CONTINUE_SOLO,
@@ -139,6 +151,16 @@ __all__ = [
     "RESPOND_USER",
     "REVISE_REQUEST",
     "REVISE_SYSTEM",
+    "REWOO_MISSING_EVIDENCE",
+    "REWOO_NOT_RUN",
+    "REWOO_NO_PLAN",
+    "REWOO_PLANNER_SYSTEM",
+    "REWOO_PLAN_MAY_BE_EMPTY",
+    "REWOO_PLAN_MUST_CALL",
+    "REWOO_PLAN_MUST_CALL_TOOL",
+    "REWOO_SOLVE",
+    "REWOO_SOLVER_SYSTEM",
+    "REWOO_STEP",
     "SELECT_TOOLS",
     "SELF_ASK_CONTINUE",
     "SELF_ASK_CONTINUE_SOLO",
