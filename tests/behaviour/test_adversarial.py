@@ -58,6 +58,8 @@ LOOP_CASES: dict[str, LoopCase] = {
     "reflexion": LoopCase({"max_reflections": 2, "max_iterations": 2}, 2 * 3 + 2 * 2 + 1),
     # max_follow_ups + 1
     "self_ask": LoopCase({"max_follow_ups": 3}, 3 + 1),
+    # 2 planner (the plan, one re-ask) + 2 solver (the answer, one re-ask), any max_steps
+    "rewoo": LoopCase({"max_steps": 3}, 2 + 2),
 }
 
 
@@ -247,6 +249,16 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         # Self-Ask reads its own grammar: a bare ReAct-style action is plain text to it,
         # while a native tool call is a follow-up.
         "always_tools": BUDGET,
+    },
+    # ReWOO reads no plan from any of these: its solver takes a reply with text as the
+    # answer (a json or text action too), and ends "max_iterations" without one (empty,
+    # cut, or native tool calls only).
+    "rewoo": {
+        "random_text": DONE,
+        "never_finishes": DONE,
+        "empty": BUDGET,
+        "huge": BUDGET,
+        "always_tools": DONE | BUDGET,
     },
     "tot": {
         "random_text": DONE,

@@ -128,6 +128,10 @@ def _own_result_script(loop: str, mode: str) -> list[Any]:
             asked if mode == "native" else FOLLOW_UP,
             f"So the final answer is: {NOTHING_FOUND}",
         ]
+    if loop == "rewoo":
+        planned = {"plan": "Look it up.", "evidence": "#E1", "tool": "search"}
+        plan = {"steps": [{**planned, "tool_input": SEARCH_ARGS}]}
+        return [_structured(mode, "Plan", plan), NOTHING_FOUND]
     critique = {"verified": False, "claims": [CLAIM]}
     return [
         "The mill opened in 1980.",

@@ -30,6 +30,7 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
@@ -43,6 +44,7 @@ from tests.support.scripts import (
     follow_up,
     model_for,
     note,
+    rewoo_plan,
 )
 
 LOOPS = tuple(registry.LOOPS)
@@ -94,6 +96,7 @@ CALLS: dict[str, list[tuple[str, str]]] = {
     "self_ask": [("turn", "thread"), ("final_answer", "thread")],
     "critic": [("draft", "turns"), ("critique", "turns"), ("revise", "turns")],
     "tot": [("propose", "turns"), ("score", "turns"), ("final_answer", "turns")],
+    "rewoo": [("plan", "turns"), ("solve", "turns")],
 }
 
 
@@ -127,6 +130,8 @@ def script(loop: str, mode: str, answer: str, word: str) -> list[Any]:
         return [follow_up(mode, word), f"So the final answer is: {answer}"]
     if loop == "critic":
         return [f"Draft: {answer}", critique(mode, word), answer]
+    if loop == "rewoo":
+        return [rewoo_plan(mode, ("note", word)), answer]
     return [
         "1. Look at the order.",
         structured(mode, "Scores", {"scores": [7]}),
@@ -153,6 +158,8 @@ def graph_for(loop: str, mode: str, model: ScriptedChatModel, **options: Any) ->
         return create_reflexion_graph(model, [note], max_reflections=2, **shared)
     if loop == "self_ask":
         return create_self_ask_graph(model, [note], max_follow_ups=1, **shared)
+    if loop == "rewoo":
+        return create_rewoo_graph(model, [note], **shared)
     return create_critic_graph(model, [note], max_critique_rounds=1, **shared)
 
 

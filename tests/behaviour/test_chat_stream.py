@@ -39,13 +39,14 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.model_call import CALL_METADATA, INTERNAL_TAG, JSON_TURN
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for, rewoo_plan
 
 ANSWER = "Plums are in the basket."
 QUESTION = {"messages": [("user", "Where are the plums?")]}
@@ -106,6 +107,9 @@ def chat_graph(loop: str, mode: str) -> Any:
         script = ["Plums are in a bag.", critique(mode), ANSWER]
         model = model_for(mode, script)
         return create_critic_graph(model, [lookup], max_critique_rounds=1, **options)
+    if loop == "rewoo":
+        script = [rewoo_plan(mode, ("lookup", "plums")), ANSWER]
+        return create_rewoo_graph(model_for(mode, script), [lookup], **options)
     del options["tool_mode"]
     if loop == "cot":
         script = [f"They were put there. FINAL ANSWER: {ANSWER}"]
@@ -248,6 +252,7 @@ PURPOSES: dict[str, set[str]] = {
     "cot_voting": {"sample"},
     "tot": {"proposal", "score"},
     "tot_proposal": {"proposal"},
+    "rewoo": {"plan"},
 }
 
 

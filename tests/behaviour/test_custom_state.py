@@ -33,9 +33,10 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes.build import caller_reducers
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final
+from tests.support.scripts import FAST_RETRY, MODES, act, final, rewoo_plan
 from tests.support.scripts import model_for as scripted_model
 
 
@@ -134,6 +135,9 @@ def build(
         return create_critic_graph(
             model_for(mode, script), [add_fruit], max_critique_rounds=1, **shared
         )
+    if loop == "rewoo":
+        script = [rewoo_plan(mode, ("add_fruit", {"name": "plums"})), "Plums are in."]
+        return create_rewoo_graph(model_for(mode, script), [add_fruit], **shared)
     shared.pop("tool_mode", None)
     if loop == "cot":
         return create_cot_graph(model_for(mode, ["FINAL ANSWER: 4"]), **shared)

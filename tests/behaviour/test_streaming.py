@@ -88,6 +88,7 @@ def test_updates_mode_shows_each_node(name):
         "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
         "self_ask": (["prepare", "generate"], 1),
         "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers
+        "rewoo": (["prepare", "solve"], 1),  # no tools: nothing to plan
     }[name]
     assert nodes == expected_nodes
     assert model.call_count == expected_calls

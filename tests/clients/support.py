@@ -65,7 +65,25 @@ def handoff_script(loop: str, handoff: str) -> list[Any]:
             "The answer is 42.",
             calls(call("CritiqueReport", {"verified": False, "claims": [_claim(handoff)]})),
         ],
+        # The handoff's input names the search's evidence: it waits for the next wave.
+        "rewoo": [
+            calls(
+                call(
+                    "Plan",
+                    {
+                        "steps": [
+                            _step(1, "search", SEARCH_ARGS),
+                            _step(2, handoff, {"about": "#E1"}),
+                        ]
+                    },
+                )
+            )
+        ],
     }[loop]
+
+
+def _step(n: int, tool_name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"plan": f"Step {n}.", "evidence": f"#E{n}", "tool": tool_name, "tool_input": tool_input}
 
 
 def _claim(tool_name: str) -> dict[str, Any]:

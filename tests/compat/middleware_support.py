@@ -33,6 +33,7 @@ from loopgraphs import (
     create_reflexion_graph,
     create_self_ask_graph,
 )
+from loopgraphs.graphs.rewoo import create_rewoo_graph
 from tests.compat.fake import call, message_text
 from tests.compat.support import tool_text
 from tests.support.fakes import ScriptedChatModel, calls
@@ -82,6 +83,7 @@ def _build(
         "reflexion": create_reflexion_graph,
         "self_ask": create_self_ask_graph,
         "critic": create_critic_graph,
+        "rewoo": create_rewoo_graph,
     }[kind]
     return factory(model, list(tools), middleware=list(middleware), tool_mode=tool_mode, **kwargs)
 
@@ -148,11 +150,17 @@ def _critic(tool: str, args: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _rewoo(tool: str, args: dict[str, Any]) -> list[Any]:
+    step = {"plan": "Look it up.", "evidence": "#E1", "tool": tool, "tool_input": args}
+    return [calls(call("Plan", {"steps": [step]})), "The answer is 42."]
+
+
 LOOP_SCRIPTS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
     "plan_execute": _plan_execute,
     "reflexion": _reflexion,
     "self_ask": _self_ask,
     "critic": _critic,
+    "rewoo": _rewoo,
 }
 """Native-mode scripts for the other tool loops: one call of ``tool`` with ``args``, then
 an answer mentioning 42."""

@@ -190,6 +190,7 @@ SCHEMA_ONLY_SCRIPTS = {
     "self_ask": ["So the final answer is: sunny"],
     "critic": [SUNNY, '{"verified": true, "claims": []}'],
     "tot": ["1. ANSWER: sunny", '{"scores": [9]}'],
+    "rewoo": [SUNNY],  # no tools: no plan, the solver answers
 }
 
 

@@ -102,11 +102,32 @@ def setup_self_refine(namespace: dict[str, Any]) -> None:
     namespace["model"] = capable(["323", '{"satisfactory": true, "feedback": ""}'])
 
 
+def setup_rewoo(namespace: dict[str, Any]) -> None:
+    """ReWOO's planner writes two steps, the second naming the first's evidence; its
+    solver answers."""
+    steps = [
+        {
+            "plan": "Find the founder.",
+            "evidence": "#E1",
+            "tool": "search",
+            "tool_input": "founder of Quillmark Instruments",
+        },
+        {
+            "plan": "Find where they were born.",
+            "evidence": "#E2",
+            "tool": "search",
+            "tool_input": "birthplace of #E1",
+        },
+    ]
+    namespace["model"] = capable([calls(tool_call("Plan", {"steps": steps})), "In Ferndale."])
+
+
 SETUPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "quickstart": setup_quickstart,
     "approval": setup_approval,
     "evaluation": setup_evaluation,
     "self_refine": setup_self_refine,
+    "rewoo": setup_rewoo,
 }
 
 

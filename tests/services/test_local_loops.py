@@ -19,6 +19,7 @@ SMALL_BUDGETS = {
     "self_ask": {"max_follow_ups": 1},
     "critic": {"max_critique_rounds": 1},
     "tot": {"n_branches": 2, "beam_width": 1, "max_depth": 1},
+    "rewoo": {"max_steps": 2},
 }
 
 
@@ -53,6 +54,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         "self_ask": (both, 1 + 1),  # max_follow_ups + 1
         "critic": (("completed",), 1 + 2 * 1),  # the rounds running out still complete
         "tot": (both, tot.call_budget(n_branches=2, beam_width=1, max_depth=1)),
+        "rewoo": (both, 2 + 2),  # the plan and the answer, each asked once more
     }[name]
     assert out["status"] in statuses, out.get("error")
     assert 1 <= out["llm_calls"] <= budget

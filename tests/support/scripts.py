@@ -65,6 +65,20 @@ def critique(mode: str, claim: str, tool: str = "note") -> Any:
     return f"CLAIM: {claim}\nTOOL: {tool}\nTOOL INPUT: {claim}"
 
 
+def rewoo_plan(mode: str, *steps: tuple[str, Any]) -> Any:
+    """A ReWOO plan whose steps call ``(tool, input)`` in order, their evidence ``#E1``,
+    ``#E2``, ..., in the form of ``mode`` (a native call of the plan's schema, else JSON)."""
+    data = {
+        "steps": [
+            {"plan": f"Step {n}.", "evidence": f"#E{n}", "tool": name, "tool_input": given}
+            for n, (name, given) in enumerate(steps, 1)
+        ]
+    }
+    if mode == "native":
+        return calls(tool_call("Plan", data))
+    return json.dumps(data)
+
+
 @tool
 def note(text: str) -> str:
     """Write a note."""

@@ -40,6 +40,13 @@ def test_the_tool_call_budget_counts_the_calls_since_the_run_began():
     assert RunBudget().allows(state, steps=1, tools=True)  # no limit set
 
 
+def test_the_tool_calls_left_are_the_budget_less_the_calls_made():
+    state = {"messages": calls(2), "scratch": {"transcript_start": 0}}
+    assert RunBudget(max_tool_calls=5).tool_calls_left(state) == 3
+    assert RunBudget(max_tool_calls=1).tool_calls_left(state) == 0  # never below none
+    assert RunBudget().tool_calls_left(state) is None  # no limit set
+
+
 def test_a_loops_settings_carry_its_budget():
     settings = LoopSettings(model=None, max_tool_calls=3)
     assert settings.budget == RunBudget(max_tool_calls=3)

@@ -11,6 +11,7 @@ import datetime
 from unittest.mock import patch
 
 import pytest
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
 
 from loopgraphs.nodes.review import (
@@ -19,6 +20,7 @@ from loopgraphs.nodes.review import (
     config_for,
     decision_problem,
     flagged_calls,
+    middleware_review,
     review_policy,
     reviewed_call,
 )
@@ -218,3 +220,22 @@ def test_a_tool_with_no_description_is_described_as_unknown() -> None:
 
 def tool_call_of(name: str, args: dict | None = None) -> dict:
     return {"name": name, "args": args or {}, "id": f"c-{name}"}
+
+
+def test_a_human_in_the_loop_middlewares_interrupt_on_is_a_review_policy() -> None:
+    batched = HumanInTheLoopMiddleware(
+        interrupt_on={
+            "refund": True,
+            "lookup": False,
+            "email": {"allowed_decisions": ["approve", "reject"], "description": "Mail?"},
+            "dump": {"allowed_decisions": ["reject"], "description": lambda *_: "made"},
+        }
+    )
+    per_call = HumanInTheLoopMiddleware(interrupt_on={"other": True}, interrupt_mode="per_call")
+    policy = middleware_review([object(), batched, per_call])
+    assert policy == {
+        "refund": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
+        "email": {"allowed_decisions": ["approve", "reject"], "description": "Mail?"},
+        "dump": {"allowed_decisions": ["reject"]},  # a made description: the review's own
+    }
+    assert middleware_review([]) == {}

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopgraphs.graphs.cot.steps import majority
+from loopgraphs.graphs.rewoo.plans import plan_from_text as rewoo_plan_from_text
 from loopgraphs.nodes.parsing.answers import (
     MAX_REFLECTION_CHARS,
     answer_key,
@@ -196,6 +197,11 @@ PARSERS = [
         lambda v: isinstance(v, str),
     ),
     Parser(
+        "rewoo.plan_from_text",
+        rewoo_plan_from_text,
+        lambda v: v is None or all(isinstance(step, dict) and step["tool"] for step in v["steps"]),
+    ),
+    Parser(
         "cot.majority",
         lambda text: majority([text, text[: len(text) // 2], text]),
         lambda v: v[0] in (0, 1, 2) and isinstance(v[1], dict),
@@ -258,6 +264,11 @@ FRAGMENTS = [
     '{"action": "search", "action_input": {"query": "x"}}',
     '{"thoughts": ["a", ',
     '{"scores": [1, 2',
+    "Plan:",
+    "#E1 = search[",
+    "#E2",
+    '{"plan": "a", "evidence": {"placeholder": "#E1", "tool": "t"',
+    '{"steps": [{"tool": "t", "tool_input": "#E1"}',
     '{"steps": ["a"]}',
     '{"claims": [{"claim": "c", ',
     '"tool": "search"',
