@@ -51,6 +51,9 @@ from loopgraphs.toolkits import ToolRegistry
 
 ReWOOStep = Step[ReWOOOptions[Any, Any]]
 
+SMALL_ANSWER_STOP = ["\n"]
+"""Where a small model's answer ends (``loopgraphs.models.needs_guided_steps``)."""
+
 
 def opening(state: ReWOOState, step: ReWOOStep) -> ReWOOState:
     """The run's starting values: no plan, no evidence (a thread's last run left its own),
@@ -199,7 +202,7 @@ def route_work(state: ReWOOState, step: ReWOOStep) -> str | list[Send]:
 def solve(state: ReWOOState, step: ReWOOStep) -> LogicOf[ReWOOState]:
     """Answer the request from the plan and its evidence in one chat turn (asked once
     more when it is cut at the token cap or empty), reading the conversation's earlier
-    turns first.
+    turns first; a small model's answer is its first line.
 
     Returns:
         The turn's update: the answer, every step's evidence (a note for a step that did
@@ -216,7 +219,10 @@ def solve(state: ReWOOState, step: ReWOOStep) -> LogicOf[ReWOOState]:
     )
     asked = [*earlier_turns(state, step.run), prompt_message(state, text)]
     system = prompts.REWOO_SOLVER_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
-    turn = yield from generate(step, state, asked, instructions=system)
+    # A small model's answer ends with its first line: it would run on to its token cap.
+    small = needs_guided_steps(step.run.chat_model)
+    one_line = {"stop": SMALL_ANSWER_STOP} if small else None
+    turn = yield from generate(step, state, asked, instructions=system, model_settings=one_line)
     answer = repaired_answer(step, state, final_answer_of(turn.text)) if turn.text else ""
     ran_all = all(sent) and not state.get("shortfall")
     # The solver is offered no tools: a call it makes anyway is no part of the answer.
