@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -19,6 +20,7 @@ from langgraph.types import Command
 
 from loopgraphs import build_loop, prompts
 from loopgraphs.graphs.rewoo import LOOP, create_rewoo_graph
+from loopgraphs.graphs.rewoo import steps as rewoo_steps
 from loopgraphs.graphs.rewoo.state import call_budget
 from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ScriptedChatModel, calls, tool_call
@@ -541,3 +543,28 @@ def test_a_human_in_the_loop_middleware_per_call_reviews_in_the_tool_step():
     (interrupt,) = paused["__interrupt__"]
     out = graph.invoke(Command(resume={interrupt.id: {"type": "approve"}}), config)
     assert tools.ran == [("lookup", "a")] and out["status"] == "completed"
+
+
+# --- a small model ----------------------------------------------------------------------
+
+
+class Stops(BaseCallbackHandler):
+    """Records the ``stop`` sequences each model request was sent with."""
+
+    def __init__(self) -> None:
+        self.stops: list[Any] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.stops.append((kwargs.get("invocation_params") or {}).get("stop"))
+
+
+def test_a_small_model_writes_short_inputs_and_a_one_line_answer(monkeypatch):
+    monkeypatch.setattr(rewoo_steps, "needs_guided_steps", lambda model: True)
+    model, graph, _ = build("json", [planned("json", [step(1, "lookup", "a")]), "It is a."])
+    stops = Stops()
+    out = graph.invoke(ask(), {"callbacks": [stops]})
+    assert out["status"] == "completed"
+    assert stops.stops == [None, ["\n"]]  # the plan as the grammar ends it; the answer's line
+    (schema,) = model.schemas
+    written = json.dumps(schema)
+    assert '"tool_input": {"description"' in written and '"maxLength": 100' in written
