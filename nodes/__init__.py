@@ -24,7 +24,7 @@ from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
-from loopgraphs.nodes.generate import answer_message, reasked
+from loopgraphs.nodes.generate import answer_message, reasked, without_answer
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
 from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
 from loopgraphs.nodes.judging import (
@@ -127,5 +127,6 @@ __all__ = [
     "scratch_of",
     "tool_calls",
     "unusable",
+    "without_answer",
     "without_tool_calls",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 
 from loopgraphs import prompts
+from loopgraphs.nodes.json_stream import REACT_ANSWER
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
 from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
@@ -25,6 +26,7 @@ __all__ = [
     "short_again",
     "shown_as",
     "user_system",
+    "without_answer",
 ]
 
 
@@ -49,6 +51,28 @@ def answer_message(reply: AIMessage, answer: str) -> AIMessage:
     if content_text(reply.content) == answer and not reply.tool_calls:
         return reply
     return shown_as(reply, answer)
+
+
+def without_answer(reply: AIMessage) -> AIMessage:
+    """A reply that gave the run no answer (cut at the token cap, saying nothing usable),
+    as the thread keeps it when the run ends on it: what the chat was shown of it (its
+    text; for a json turn, the answer it had begun to write), or, when nothing of it can
+    be shown, a sentence saying there is no answer. Never an empty message, whose bubble
+    would empty, and never raw JSON. Its tool calls are dropped."""
+    text = content_text(reply.content)
+    if text.lstrip().startswith(("{", "[")):
+        text = REACT_ANSWER.read(text) or ""
+    if not text.strip():
+        text = prompts.NO_ANSWER_SHOWN
+    extra = {k: v for k, v in reply.additional_kwargs.items() if k != "tool_calls"}
+    extra.setdefault(RAW_REPLY, content_text(reply.content))
+    update = {
+        "content": text,
+        "additional_kwargs": extra,
+        "tool_calls": [],
+        "invalid_tool_calls": [],
+    }
+    return reply.model_copy(update=update)
 
 
 def shown_as(reply: AIMessage, text: str) -> AIMessage:

@@ -82,6 +82,7 @@ from loopgraphs.prompts.self_ask import (
 from loopgraphs.prompts.shared import (
     CHAT_SYSTEM,
     FENCE_NOTE,
+    NO_ANSWER_SHOWN,
     NO_TOOL_RESULT,
     NOTHING_YET,
     REFORMAT_JSON,
@@ -118,6 +119,7 @@ __all__ = [
     "FORCE_FINAL_ANSWER",
     "NOTHING_YET",
     "NO_ANSWER",
+    "NO_ANSWER_SHOWN",
     "NO_TOOL_RESULT",
     "OBSERVATION",
     "PLANNER_NO_TOOLS",

@@ -13,6 +13,10 @@ CHAT_SYSTEM = "You are a helpful assistant. Answer the user's message directly a
 
 NOTHING_YET = "(none yet)"
 
+NO_ANSWER_SHOWN = (
+    "(No answer: the model's reply could not be used as one, and the run ended without another.)"
+)
+
 NO_TOOL_RESULT = "Error: the tool returned no result."
 
 REFORMAT_JSON = (

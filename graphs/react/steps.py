@@ -43,6 +43,7 @@ from loopgraphs.nodes import (
     scratch_of,
     tool_calls,
     unusable,
+    without_answer,
     without_tool_calls,
 )
 
@@ -172,7 +173,7 @@ def unread_reply(
     end, not completed, without an answer (see ``answer_check``)."""
     if not scratch_of(state).get("shortened") and iterations < step.run.max_iterations:
         return {"messages": [reply], "scratch": {"shortened": True, "reask": again}}
-    return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
+    return {"messages": [without_answer(reply)], "answer": "", "status": "max_iterations"}
 
 
 def final_answer(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
