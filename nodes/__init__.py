@@ -48,6 +48,7 @@ from loopgraphs.nodes.parsing.text import (
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.tool_guard import fence_output, unfence
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
     Reading,
@@ -110,6 +111,7 @@ __all__ = [
     "earlier_turns",
     "ended_by_hook",
     "evaluate",
+    "fence_output",
     "final_answer_of",
     "generate",
     "in_parallel",
@@ -126,6 +128,7 @@ __all__ = [
     "score_branches",
     "scratch_of",
     "tool_calls",
+    "unfence",
     "unusable",
     "without_answer",
     "without_tool_calls",

@@ -8,15 +8,16 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
 from loopgraphs import prompts
 from loopgraphs.nodes.json_stream import REACT_ANSWER
 from loopgraphs.nodes.model_call import ModelCall, ModelCaller, call_model
-from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm
+from loopgraphs.nodes.model_send import RAW_REPLY, MessageView, RequestForm
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import LoopRuntime, ModelSpend, OutputState, add_usage
+from loopgraphs.nodes.tool_guard import fence_output
+from loopgraphs.state import LoopRuntime, ModelSpend, OutputState, add_usage, scratch_of
 
 __all__ = [
     "answer_message",
@@ -38,9 +39,42 @@ def node_caller(
     ``wrap_model_call`` middleware."""
     known = None if run.middleware.tool_wrapper else run.known_tools
     system = user_system(run, state)
+    view = results_view(scratch_of(state).get("fence", ""), run.max_tool_output_chars)
     return ModelCaller(
-        run.chat_model, system, state, runtime, run.model_chain, known, run.agent_name
+        run.chat_model, system, state, runtime, run.model_chain, known, run.agent_name, view
     )
+
+
+def results_view(fence: str, limit: int) -> MessageView:
+    """The messages of a request as the model is sent them: each tool result cut to
+    ``limit`` characters and fenced as untrusted data between the run's ``fence`` markers
+    (see ``loopgraphs.nodes.tool_guard.fence_output``). The thread keeps the results as
+    the tools returned them, as a chat shows them."""
+
+    def view(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        return [
+            fenced_result(m, fence, limit) if isinstance(m, ToolMessage) else m for m in messages
+        ]
+
+    return view
+
+
+def fenced_result(message: ToolMessage, fence: str, limit: int) -> ToolMessage:
+    """A tool result cut and fenced: its text, or each text block of its content (an
+    image or file block passes as it is)."""
+    content = message.content
+    if isinstance(content, str):
+        shown: str | list[str | dict[str, Any]] = fence_output(content, fence, limit)
+    else:
+        shown = [
+            {**block, "text": fence_output(str(block.get("text", "")), fence, limit)}
+            if isinstance(block, dict) and block.get("type") == "text"
+            else fence_output(block, fence, limit)
+            if isinstance(block, str)
+            else block
+            for block in content
+        ]
+    return message.model_copy(update={"content": shown})
 
 
 def answer_message(reply: AIMessage, answer: str) -> AIMessage:

@@ -87,18 +87,27 @@ PLAIN = RequestForm()
 
 
 Reader = Callable[[object], ModelResponse]
+MessageView = Callable[[Sequence[AnyMessage]], list[AnyMessage]]
+"""How a request's messages are shown to the model (see ``prepare``)."""
 
 
 def prepare(
-    request: LoopRequest, form: RequestForm, known: frozenset[str] | None = None
+    request: LoopRequest,
+    form: RequestForm,
+    known: frozenset[str] | None = None,
+    view: MessageView | None = None,
 ) -> tuple[Sender, list[BaseMessage], Reader]:
-    """The runnable to call, its input and how to read its output, for one request.
+    """The runnable to call, its input and how to read its output, for one request; its
+    messages as ``view`` shows them to the model (tool results cut and fenced: the thread
+    keeps them as the tools returned them).
 
     Raises:
         ValueError: the request offers a tool the loop cannot run (``known`` lists the
             ones it can; None when a ``wrap_tool_call`` middleware may run others).
     """
     model = request.model
+    if view is not None:
+        request = request.override(messages=view(request.messages))
     tools = [tool for tool in request.tools if not isinstance(tool, dict)]
     if known is not None:
         unknown = [getattr(tool, "name", str(tool)) for tool in tools]

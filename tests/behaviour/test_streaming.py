@@ -64,9 +64,12 @@ def test_synthesis_context_cuts_tool_results_to_2000_chars():
     graph = create_react_graph(model, [dump], synthesize_answer=True, max_tool_output_chars=5000)
     graph.invoke({"messages": [("user", "go")]})
     prompt = content_text(model.prompts[2][-1].content)
-    (result_line,) = [line for line in prompt.split("Tool result: ")[1:]]
-    assert 1900 < prompt.count("x") < 2000
-    assert len(result_line.split("\nAssistant:")[0]) == 2000
+    (shown,) = prompt.split("Tool result: ")[1:]
+    shown = shown.split("\nAssistant:")[0]
+    # The result is cut to 2,000 characters and fenced as untrusted data.
+    assert shown.startswith("<<tool_output ") and shown.endswith(">>")
+    assert "x" * 2000 in shown and "x" * 2001 not in shown
+    assert "[... truncated 1000 of 3000 characters]" in shown
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))

@@ -90,7 +90,9 @@ def contenders(loop: str) -> dict[str, Contender]:
 
     def ours(checkpointer: Any) -> Any:
         model = scripted(turn_reply)
-        return build_loop(loop, model, [lookup_tool()], tool_mode="native", checkpointer=checkpointer)
+        return build_loop(
+            loop, model, [lookup_tool()], tool_mode="native", checkpointer=checkpointer
+        )
 
     return {"create_agent": agent, loop: ours}
 
@@ -162,7 +164,9 @@ def chat_turns(
                 for repeat in range(repeats):
                     made = contenders("react")
                     graphs = {
-                        name: build(new_checkpointer(kind, folder, f"{name}-{kind}-{mode}-{repeat}"))
+                        name: build(
+                            new_checkpointer(kind, folder, f"{name}-{kind}-{mode}-{repeat}")
+                        )
                         for name, build in made.items()
                     }
                     length = growth_turns if repeat == 0 else turns
@@ -177,8 +181,7 @@ def chat_turns(
                         cpu["create_agent"].setdefault(label, []).append(theirs)
                     if repeat == 0:
                         results["checkpoints_per_turn"][f"{kind}/{mode}"] = {
-                            name: sorted({w for _, w in costs[name] if w >= 0})
-                            for name in costs
+                            name: sorted({w for _, w in costs[name] if w >= 0}) for name in costs
                         }
                 results["react"][f"{kind}/{mode}"] = {
                     label: {

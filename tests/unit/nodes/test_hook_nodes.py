@@ -128,8 +128,8 @@ def test_a_jump_to_the_tools_needs_a_loop_with_a_tool_step():
         build_loop("cot", native(["x"]), middleware=[to_tools])
     assert str(raised.value) == (
         "middleware to_tools: its before_model hook may jump to 'tools', but cot has no "
-        "tool step; use it with a loop that calls tools (react, plan_execute, reflexion, "
-        "self_ask, critic) or drop 'tools' from can_jump_to"
+        "tool step; use it with a loop that runs its tool calls itself (one whose graph has "
+        "the call_tool step) or drop 'tools' from can_jump_to"
     )
 
 
