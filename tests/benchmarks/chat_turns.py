@@ -53,7 +53,7 @@ def asked_schema(messages: Sequence[BaseMessage]) -> str:
     """What a loop's structured request asks for, read from its words (the scripted model
     sees no schema): a plan, a verdict, a critique, or nothing."""
     text = " ".join(str(m.content) for m in messages[-2:]).lower()
-    if "numbered steps" in text or "steps" in text and "plan" in text:
+    if "numbered steps" in text or ("steps" in text and "plan" in text):
         return "plan"
     if "satisfactory" in text:
         return "verdict"
