@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react
+from loopgraphs.graphs import cot, react, self_ask
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
@@ -21,7 +21,8 @@ from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
 from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
-from loopgraphs.graphs.self_ask import SelfAskGraph, create_self_ask_graph
+from loopgraphs.graphs.self_ask import SelfAskGraph
+from loopgraphs.graphs.self_ask.state import SelfAskOptions
 from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
 from loopgraphs.nodes import LoopSpec
 from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg
@@ -71,13 +72,7 @@ BUILT_IN: tuple[Spec, ...] = (
         takes_tools=True,
         budget_option="max_iterations",
     ),
-    _Legacy(
-        "self_ask",
-        create_self_ask_graph,
-        "multi-hop questions answered by chaining simple look-ups",
-        takes_tools=True,
-        budget_option="max_follow_ups",
-    ),
+    self_ask.LOOP,
     _Legacy(
         "critic",
         create_critic_graph,
@@ -175,12 +170,6 @@ class ReflexionOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
 
     max_reflections: int
     max_iterations: int
-
-
-class SelfAskOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("self_ask", ...)``'s keywords: ``create_self_ask_graph``'s."""
-
-    max_follow_ups: int
 
 
 class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):

@@ -18,13 +18,42 @@ reply read into a typed value, with the one re-ask), ``call_tool`` (the tool ste
 by ``LoopBuild.tool_step``; ``tool_calls`` routes a reply's calls to it), ``evaluate``
 (a ``Verdict`` or a ``Value`` on one candidate), ``reflect`` (a lesson from a failed
 attempt) and ``score_branches`` (values for many candidates, in one call or one each).
+
+**A grammar of the loop's own**: ``RequestForm`` says how a turn's instructions and tools
+reach the model (bound, a JSON schema, described in the prompt, with the transcript
+rendered as the loop's grammar; ``generate``'s ``fallback`` steps down when a provider
+refuses one), ``JSON_TURN`` marks a turn whose reply is JSON; ``shown_as``, ``RAW_REPLY``
+and ``as_written`` keep a reply as the chat shows it and as the model wrote it;
+``coerce_args`` makes a tool's arguments from a text, ``fence_output`` and ``unfence``
+fence a tool's result (``EXAMPLE_FENCE`` a worked example's); ``spent_together`` adds up
+the calls and tokens of several turns. For a small model, ``guides`` says whether its
+replies are decoded under grounded schemas: ``grounded_string`` (of ``words_of`` the
+evidence, ``new_words``, ``QUESTION_WORDS``, ``WORD_RE``), ``closed_object``,
+``takes_one_input`` and ``tool_for``.
 """
 
 from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
-from loopgraphs.nodes.generate import answer_message, reasked, without_answer
+from loopgraphs.nodes.generate import (
+    answer_message,
+    reasked,
+    shown_as,
+    spent_together,
+    without_answer,
+)
+from loopgraphs.nodes.grounding import (
+    QUESTION_WORDS,
+    WORD_RE,
+    closed_object,
+    grounded_string,
+    guides,
+    new_words,
+    takes_one_input,
+    tool_for,
+    words_of,
+)
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
 from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
 from loopgraphs.nodes.judging import (
@@ -37,6 +66,9 @@ from loopgraphs.nodes.judging import (
     score_branches,
 )
 from loopgraphs.nodes.loop import REVIEW, TOOL_STEP, LoopBuild, LoopSpec, tool_calls
+from loopgraphs.nodes.model_call import JSON_TURN
+from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, as_written
+from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.options import REQUIRED, Option
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import (
@@ -49,6 +81,7 @@ from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.tool_guard import fence_output, unfence
+from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
     Reading,
@@ -72,9 +105,14 @@ from loopgraphs.state import (
 
 __all__ = [
     "END",
+    "EXAMPLE_FENCE",
+    "JSON_TURN",
+    "QUESTION_WORDS",
+    "RAW_REPLY",
     "REQUIRED",
     "REVIEW",
     "TOOL_STEP",
+    "WORD_RE",
     "InnerLoop",
     "LogicOf",
     "LoopBuild",
@@ -87,6 +125,7 @@ __all__ = [
     "Parsed",
     "Reading",
     "Reflection",
+    "RequestForm",
     "ResponseT",
     "RunResult",
     "Scored",
@@ -101,10 +140,13 @@ __all__ = [
     "act",
     "answer_key",
     "answer_message",
+    "as_written",
     "best_effort_answer",
     "bounded_thread",
     "call_tool",
+    "closed_object",
     "closing_message",
+    "coerce_args",
     "content_text",
     "conversation",
     "cut_short",
@@ -114,9 +156,12 @@ __all__ = [
     "fence_output",
     "final_answer_of",
     "generate",
+    "grounded_string",
+    "guides",
     "in_parallel",
     "interpret",
     "must_call",
+    "new_words",
     "parse",
     "prompt_message",
     "read_action",
@@ -127,9 +172,14 @@ __all__ = [
     "samples",
     "score_branches",
     "scratch_of",
+    "shown_as",
+    "spent_together",
+    "takes_one_input",
     "tool_calls",
+    "tool_for",
     "unfence",
     "unusable",
     "without_answer",
     "without_tool_calls",
+    "words_of",
 ]

@@ -390,10 +390,9 @@ class LoopBuild(Generic[OptionsT]):
         driven = as_logic(logic)
         if model:
             middleware = self.settings.middleware
-            hooks = len(middleware.with_hook("before_model")) + len(
-                middleware.with_hook("after_model")
-            )
-            self.plan.weigh(name, 1 + hooks)
+            before = len(middleware.with_hook("before_model"))
+            after = len(middleware.with_hook("after_model"))
+            self.plan.weigh(name, before + 1 + after, after=after)
         if then is None:
             add_step(
                 self.graph,

@@ -55,10 +55,13 @@ class GraphPlan:
             where the loop leads to the end).
         weights: Supersteps a node takes (1, plus one per middleware hook node around a
             model step); a node not named weighs 1.
+        trailing: Of a node's supersteps, those that run after its own logic (the
+            ``after_model`` hook nodes of a model step); a node not named has none.
     """
 
     successors: dict[str, list[str]] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)
+    trailing: dict[str, int] = field(default_factory=dict)
     _counts: dict[str, StepCounts] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -71,10 +74,22 @@ class GraphPlan:
                 self.successors.setdefault(target, [])
         self._counts = None
 
-    def weigh(self, node: str, supersteps: int) -> None:
-        """Record that ``node`` takes ``supersteps`` (its hook nodes included)."""
+    def weigh(self, node: str, supersteps: int, *, after: int = 0) -> None:
+        """Record that ``node`` takes ``supersteps`` (its hook nodes included), ``after`` of
+        them after its own logic."""
         self.weights[node] = supersteps
+        self.trailing[node] = after
         self._counts = None
+
+    def shortest_finish(self, node: str, through: str | None = None) -> int:
+        """Supersteps the shortest way to the end takes once ``node``'s logic has run: its
+        own trailing hook nodes, then the shortest path from it to the end, or, given
+        ``through`` (a step ``node`` leads to), that step's supersteps and the shortest
+        path from it."""
+        after = self.trailing.get(node, 0)
+        if through is None:
+            return after + self.counts(node).shortest_finish
+        return after + self.weights.get(through, 1) + self.counts(through).shortest_finish
 
     def counts(self, node: str) -> StepCounts:
         """The counts of ``node`` (all zero for a node the loop did not declare)."""

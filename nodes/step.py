@@ -61,10 +61,17 @@ class Step(Generic[OptionsT]):
         needed = self.plan.counts(self.node).another_round if self.plan else 0
         return self.run.budget.allows(state, steps=needed, tools=tools)
 
-    def may_finish(self, state: Mapping[str, object]) -> bool:
-        """Whether the graph steps the shortest way from this step to the end takes are
-        left under ``recursion_limit``."""
-        needed = self.plan.counts(self.node).shortest_finish if self.plan else 0
+    def may_finish(self, state: Mapping[str, object], *, through: str | None = None) -> bool:
+        """Whether the graph steps the shortest way from this step to the end takes (its
+        own ``after_model`` hook nodes included) are left under ``recursion_limit``.
+
+        Args:
+            state: The loop's state (its ``remaining_steps``).
+            through: A step this one leads to, for the way to the end through it: that
+                step's own supersteps and the shortest way from it to the end (a step
+                that may end the run itself asks whether its ``final_answer`` still fits).
+        """
+        needed = self.plan.shortest_finish(self.node, through) if self.plan else 0
         return self.run.budget.allows(state, steps=needed)
 
 

@@ -14,6 +14,7 @@ audio.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -25,7 +26,13 @@ from loopgraphs import prompts
 from loopgraphs.nodes.driver import ModelBatch, Request
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import reasked, spent_together
-from loopgraphs.nodes.model_call import ModelCaller, as_outcome, call_model, spent_on
+from loopgraphs.nodes.model_call import (
+    ModelCaller,
+    as_outcome,
+    call_model,
+    first_accepted,
+    spent_on,
+)
 from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.model_turn import model_turn
 from loopgraphs.nodes.parsing.text import content_text, cut_short
@@ -46,12 +53,15 @@ class Turn:
             internal turn, which a chat does not show.
         spent: The ``llm_calls``/``usage`` update for every request the turn sent.
         tool_mode: The tool mode the turn was answered in (turns that offered tools).
+        fell_back: Whether the provider refused the turn's form and the turn was sent in
+            ``generate``'s ``fallback`` form.
     """
 
     reply: AIMessage
     messages: list[AnyMessage]
     spent: ModelSpend
     tool_mode: str = ""
+    fell_back: bool = False
 
     @property
     def cut(self) -> bool:
@@ -76,6 +86,7 @@ def generate(
     tools: Sequence[BaseTool | dict[str, Any]] = (),
     tool_choice: str | None = None,
     model_settings: Mapping[str, object] | None = None,
+    fallback: RequestForm | None = None,
 ) -> Generator[Request, Any, Turn]:
     """One model turn through the seam (the run's middleware, model and system prompt).
 
@@ -95,6 +106,10 @@ def generate(
         tool_choice: ``"required"``, ``"none"``, a tool name or None.
         model_settings: Keyword arguments bound to the model for this turn (for example
             ``max_tokens``, ``temperature``).
+        fallback: The form to send the turn in, without ``tool_choice``, when the
+            provider refuses the first one (its bound tools, tool choice or schema, see
+            ``loopgraphs.nodes.errors.is_form_rejection``): ``auto`` mode's way down to
+            tools described in the prompt. The refused request counts as a call.
 
     Returns:
         The ``Turn``.
@@ -102,27 +117,30 @@ def generate(
     check_step(step, "generate")
     ask = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
+    forms = [form] if fallback is None else [form, fallback]
 
-    def request(asked: Sequence[BaseMessage]) -> Any:
+    def request(asked: Sequence[BaseMessage], index: int) -> Any:
         return ask.call(
             asked,
-            form,
+            forms[index],
             tools=tools,
-            tool_choice=tool_choice,
+            tool_choice=tool_choice if index == 0 else None,
             with_system=with_system,
             model_settings=model_settings,
             purpose=purpose,
         )
 
-    reply, spent = yield from call_model(request(messages))
+    makers = [functools.partial(request, messages, index) for index in range(len(forms))]
+    index, outcome = yield from first_accepted(makers)
+    reply, spent, fell_back = outcome.reply, outcome.update, index > 0
     kept: list[AnyMessage] = [] if purpose else [reply]
     again_asked = _reask_for(reply) if again else None
     if again_asked is None:
-        return Turn(reply, kept, spent)
+        return Turn(reply, kept, spent, fell_back=fell_back)
     retold: list[AnyMessage] = [*cast("Sequence[AnyMessage]", messages), reply]
-    more_reply, more = yield from call_model(request(reasked(retold, again_asked)))
+    more_reply, more = yield from call_model(request(reasked(retold, again_asked), index))
     kept = [] if purpose else [reply, more_reply]
-    return Turn(more_reply, kept, spent_together(spent, more))
+    return Turn(more_reply, kept, spent_together(spent, more), fell_back=fell_back)
 
 
 def _reask_for(reply: AIMessage) -> str | None:

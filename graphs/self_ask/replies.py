@@ -14,13 +14,18 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
 from loopgraphs import prompts
-from loopgraphs.graphs.self_ask_guided import FollowUp, asked_before, guided_fallback
-from loopgraphs.graphs.self_ask_state import SelfAskState
-from loopgraphs.nodes.model_send import RequestForm, as_written
+from loopgraphs.graphs.self_ask.guided import asked_before, guided_fallback
+from loopgraphs.graphs.self_ask.state import FollowUp, SelfAskState
+from loopgraphs.nodes import (
+    RequestForm,
+    as_written,
+    best_effort_answer,
+    content_text,
+    cut_short,
+    scratch_of,
+    unfence,
+)
 from loopgraphs.nodes.parsing.self_ask import SelfAskTurn
-from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
-from loopgraphs.nodes.tool_guard import unfence
-from loopgraphs.state import ModelSpend, scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -115,12 +120,6 @@ def args_text(args: dict[str, object] | str) -> str:
     if isinstance(args, dict) and len(args) == 1:
         return str(next(iter(args.values())))
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
-
-
-def counts(spent: ModelSpend) -> SelfAskState:
-    """The ``llm_calls``/``usage`` update of model calls (``call_model``'s, say) as an
-    update of the loop's state."""
-    return {"llm_calls": spent["llm_calls"], "usage": spent["usage"]}
 
 
 def answered(state: SelfAskState) -> list[FollowUp]:

@@ -1,17 +1,24 @@
-"""Self-Ask's state: the follow-ups of a run, where the run is (its ``phase``), and the
-graph steps a turn must leave for what follows it (``TurnSteps``, the loop's build-time
-option every step that checks the run budget reads)."""
+"""Self-Ask's state, output and keywords (the one place they are declared): the follow-ups
+of a run and where the run is (its ``phase``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeAlias
 
+from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
-from loopgraphs.graphs.self_ask_guided import FollowUp
-from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.state import LoopState
+from loopgraphs.context import ContextT
+from loopgraphs.nodes import (
+    LoopInput,
+    LoopState,
+    Option,
+    ResponseT,
+    RunResult,
+    Step,
+    ToolLoopOptions,
+)
 
 Phase: TypeAlias = Literal[
     "asking", "tools", "reading", "finish_asked", "finish_cut", "finish_budget"
@@ -20,6 +27,27 @@ Phase: TypeAlias = Literal[
 
 FINISHING: frozenset[Phase] = frozenset({"finish_asked", "finish_cut", "finish_budget"})
 """The phases in which ``final_answer`` comes next."""
+
+
+class SelfAskOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
+    """``create_self_ask_graph``'s keywords: its own, and the shared ``ToolLoopOptions``."""
+
+    max_follow_ups: Annotated[
+        int, Option(5, "Follow-up turns allowed before the answer is forced.", minimum=1)
+    ]
+
+
+SelfAskStep: TypeAlias = Step[SelfAskOptions[Any, Any]]
+"""What each of Self-Ask's steps and routers is handed besides the state."""
+
+
+class FollowUp(TypedDict):
+    """A follow-up question of the run: its ``answer`` (the intermediate answer; "" while
+    unanswered) and the ``tool`` that answered it (None when the model answered itself)."""
+
+    question: str
+    answer: str
+    tool: str | None
 
 
 class PendingFollowUp(TypedDict):
@@ -35,6 +63,11 @@ class SelfAskFields(TypedDict, total=False):
     """The keys of its own that Self-Ask's state and output hold (see ``SelfAskOutput``)."""
 
     follow_ups: list[FollowUp]
+
+
+class SelfAskOutput(SelfAskFields, RunResult[ResponseT]):
+    """Output of the Self-Ask loop: ``follow_ups`` lists every follow-up question with its
+    answer and the tool that gave it (None when the model answered itself)."""
 
 
 class SelfAskState(SelfAskFields, LoopState, total=False):
@@ -68,38 +101,14 @@ class SelfAskState(SelfAskFields, LoopState, total=False):
     phase: Phase
 
 
-@dataclass(frozen=True)
-class TurnSteps:
-    """The graph steps that must still follow a Self-Ask step (see ``RunBudget.allows``):
-    each model step comes with the middleware's ``before_model`` and ``after_model`` hook
-    nodes.
+SelfAskGraph: TypeAlias = CompiledStateGraph[
+    SelfAskState, ContextT, LoopInput, SelfAskOutput[ResponseT]
+]
+"""The compiled graph ``create_self_ask_graph`` returns: its state, run context, input
+and output (``structured_response`` typed as its ``response_format``)."""
 
-    Attributes:
-        hooks_after: The ``after_model`` hook nodes that follow a model step.
-        model: The steps of one model step, its hook nodes included.
-    """
 
-    hooks_after: int
-    model: int
-
-    @classmethod
-    def of(cls, settings: LoopSettings) -> TurnSteps:
-        """The steps of a loop built with ``settings`` (its middleware's hooks)."""
-        after = len(settings.middleware.with_hook("after_model"))
-        before = len(settings.middleware.with_hook("before_model"))
-        return cls(hooks_after=after, model=before + 1 + after)
-
-    @property
-    def answer(self) -> int:
-        """After a turn, for the answer to come: the turn's hooks, then ``final_answer``."""
-        return self.hooks_after + self.model
-
-    @property
-    def turn(self) -> int:
-        """After a turn or a tool step, for another turn and the answer."""
-        return self.hooks_after + 2 * self.model
-
-    def tools(self, run: LoopSettings) -> int:
-        """After a turn asking follow-ups: its hooks, the review (when the run has one),
-        the tools, then the answer."""
-        return self.hooks_after + bool(run.review) + 1 + self.model
+def call_budget(options: Mapping[str, Any]) -> int:
+    """Most model calls of a run: ``max_follow_ups`` turns, then one asking for the final
+    answer."""
+    return int(options["max_follow_ups"]) + 1

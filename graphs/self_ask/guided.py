@@ -8,39 +8,45 @@ grounded (see ``loopgraphs.nodes.grounding``): a follow-up is written from the w
 the question and of the answers read so far, an intermediate answer from the words of
 the tool result, and the final answer from the words of the intermediate answers; such a
 reply is an internal call (its JSON never streams) and is kept as a chat shows it, in the
-grammar's words (``as_shown``). In
-every mode the follow-up after the first answer asks the fact the question still needs
-of that answer (``next_follow_up``), and a read names a fact of the result's closest
-sentences (``fact_of``), so that a question phrased as users ask it ("What is the
-profession of Ada Quinlan's mentor?") does not end on "Who is Bram Oster?" and "Born".
-The turns that use them are in ``loopgraphs.graphs.self_ask_guided_turns``, the graph's
-steps in ``loopgraphs.graphs.self_ask_steps``.
+grammar's words (``as_shown``). In every mode the follow-up after the first answer asks
+the fact the question still needs of that answer (``next_follow_up``), and a read names a
+fact of the result's closest sentences (``fact_of``), so that a question phrased as users
+ask it ("What is the profession of Ada Quinlan's mentor?") does not end on "Who is Bram
+Oster?" and "Born". The turns that use them are in
+``loopgraphs.graphs.self_ask.guided_turns``, the graph's steps in
+``loopgraphs.graphs.self_ask.steps``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from pydantic.json_schema import JsonDict, JsonValue
-from typing_extensions import TypedDict
 
 from loopgraphs import prompts
-from loopgraphs.nodes.generate import shown_as
-from loopgraphs.nodes.grounding import (
+from loopgraphs.graphs.self_ask.state import FollowUp
+from loopgraphs.nodes import (
+    EXAMPLE_FENCE,
     QUESTION_WORDS,
+    RAW_REPLY,
     WORD_RE,
+    LoopSettings,
+    RequestForm,
     closed_object,
+    coerce_args,
+    content_text,
+    cut_short,
+    fence_output,
     grounded_string,
     guides,
     new_words,
+    shown_as,
     takes_one_input,
     words_of,
 )
-from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, ToolsForm
-from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.parsing.json_text import extract_json
 from loopgraphs.nodes.parsing.self_ask import (
     builds_on,
@@ -51,10 +57,6 @@ from loopgraphs.nodes.parsing.self_ask import (
     read_answer,
     relevant_sentences,
 )
-from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.nodes.tool_guard import fence_output
-from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
 from loopgraphs.toolkits.registry import ToolRegistry
 
 READ_SENTENCES = 3  # sentences of a tool result a guided model reads its answer from
@@ -63,15 +65,6 @@ FOLLOW_UP_WORDS = 16  # most words of a grounded follow-up
 BEFORE_HELD = 8  # most words of a follow-up before the answer it builds on ("In which year was")
 AFTER_HELD = 2  # most words after it ("born")
 ANSWER_WORDS = 10  # most words of a grounded intermediate or final answer
-
-
-class FollowUp(TypedDict):
-    """A follow-up question of the run: its ``answer`` (the intermediate answer; "" while
-    unanswered) and the ``tool`` that answered it (None when the model answered itself)."""
-
-    question: str
-    answer: str
-    tool: str | None
 
 
 def guided(run: LoopSettings, mode: str) -> bool:
@@ -217,7 +210,9 @@ def guided_form(mode: str, tool: str, *, final: bool, grounded: Grounding | None
             return answer_schema("self_ask_final_answer", "final_answer", words)
         return follow_up_schema(tools, require, words, held, answer)
 
-    kind: ToolsForm = "schema" if mode == "json" and grounded is not None else "prompt"
+    kind: Literal["schema", "prompt"] = (
+        "schema" if mode == "json" and grounded is not None else "prompt"
+    )
     return RequestForm(lambda tools: guided_text(tools, mode, tool), tools=kind, schema=schema)
 
 

@@ -1,20 +1,21 @@
 """Self-Ask's turns on a model it guides (json and text modes on a small model, see
-``loopgraphs.graphs.self_ask_guided.guided``): each turn reads a short scratchpad after
+``loopgraphs.graphs.self_ask.guided.guided``): each turn reads a short scratchpad after
 one worked example, each tool result is read in a call of its own, and replies are
 decoded under grounded schemas. The graph is the same as the plain path's; its steps
-(``loopgraphs.graphs.self_ask_steps``) hand their turn to these functions when the run
+(``loopgraphs.graphs.self_ask.steps``) hand their turn to these functions when the run
 is guided."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Generator, Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall
 
-from loopgraphs.graphs.self_ask_guided import (
+from loopgraphs import prompts
+from loopgraphs.graphs.self_ask.budget import may_answer, may_call_tools
+from loopgraphs.graphs.self_ask.guided import (
     GUIDED_MAX_CHARS,
-    FollowUp,
     as_shown,
     asked_before,
     copies_example,
@@ -31,56 +32,63 @@ from loopgraphs.graphs.self_ask_guided import (
     scratchpad,
     worked_example,
 )
-from loopgraphs.graphs.self_ask_replies import best_answer, counts, new_call_id, with_calls
-from loopgraphs.graphs.self_ask_state import SelfAskState, TurnSteps
+from loopgraphs.graphs.self_ask.replies import best_answer, new_call_id, with_calls
+from loopgraphs.graphs.self_ask.state import FollowUp, SelfAskState, SelfAskStep
 from loopgraphs.models import capabilities
-from loopgraphs.nodes.driver import LogicOf
-from loopgraphs.nodes.generate import answer_message, call_model, short_again, spent_together
-from loopgraphs.nodes.grounding import tool_for
-from loopgraphs.nodes.history import earlier_turns
-from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, first_accepted
-from loopgraphs.nodes.model_turn import coerce_args
+from loopgraphs.nodes import (
+    JSON_TURN,
+    LogicOf,
+    LoopSettings,
+    Turn,
+    answer_message,
+    coerce_args,
+    content_text,
+    cut_short,
+    earlier_turns,
+    generate,
+    reasked,
+    request_of,
+    scratch_of,
+    spent_together,
+    tool_for,
+)
 from loopgraphs.nodes.parsing.self_ask import (
     SelfAskTurn,
     open_json_field,
     parse_self_ask,
     read_answer,
 )
-from loopgraphs.nodes.parsing.text import content_text, cut_short
-from loopgraphs.nodes.settings import LoopSettings
-from loopgraphs.nodes.step import Step
-from loopgraphs.state import ModelSpend, empty_usage, request_of, scratch_of
-
-GuidedCall: TypeAlias = Generator[ModelCall, Any, tuple[AIMessage, ModelSpend]]
-"""One guided model call as node logic: it returns the reply and its ``llm_calls``/``usage``."""
 
 
 def guided_call(
-    state: SelfAskState, step: Step, messages: Sequence[AnyMessage], *, final: bool
-) -> GuidedCall:
+    state: SelfAskState, step: SelfAskStep, messages: Sequence[AnyMessage], *, final: bool
+) -> Generator[Any, Any, Turn]:
     """One guided turn: constrained in json mode (falling back to the text form when the
     provider refuses the schema); its first follow-up honours the tool choice."""
     run = step.run
     mode = state.get("tool_mode") or "text"
     choice = guided_choice(run)
     tool = tool_for(run.tools, request_of(state), choice)
-    ask = step.ask(state)
     answered = any(f.get("tool") for f in state.get("follow_ups", []))
-    require = None if final or answered else choice
-    purpose = JSON_TURN if mode == "json" else None
-    forms: list[Callable[[], ModelCall]] = []
+    described = guided_form(mode, tool, final=final, grounded=None)
     if mode == "json" and capabilities(run.chat_model).structured_output is not False:
         grounded = grounding(request_of(state), state.get("follow_ups", []), final=final)
-        constrained = guided_form(mode, tool, final=final, grounded=grounded)
-        forms.append(
-            lambda: ask.call(
-                messages, constrained, tools=run.tools.tools, tool_choice=require, purpose=purpose
-            )
-        )
-    described = guided_form(mode, tool, final=final, grounded=None)
-    forms.append(lambda: ask.call(messages, described, tools=run.tools.tools, purpose=purpose))
-    _, outcome = yield from first_accepted(forms)
-    return outcome.reply, outcome.update
+        form, fallback = guided_form(mode, tool, final=final, grounded=grounded), described
+        require = None if final or answered else choice
+    else:
+        form, fallback, require = described, None, None
+    turn = yield from generate(
+        step,
+        state,
+        messages,
+        instructions=form,
+        tools=run.tools.tools,
+        tool_choice=require,
+        purpose=JSON_TURN if mode == "json" else None,
+        again=False,
+        fallback=fallback,
+    )
+    return turn
 
 
 def turn_messages(
@@ -101,15 +109,14 @@ def turn_messages(
 
 
 def read_result(
-    state: SelfAskState, step: Step
-) -> Generator[ModelCall, Any, tuple[FollowUp, AIMessage, ModelSpend]]:
+    state: SelfAskState, step: SelfAskStep
+) -> Generator[Any, Any, tuple[FollowUp, Turn]]:
     """Read the last follow-up's intermediate answer from its tool result, in a call of
     its own: a fact the result's closest sentences give (not an answer copied from the
     worked example), else those sentences.
 
     Returns:
-        The last follow-up with its intermediate answer, the reply to the read and its
-        ``llm_calls``/``usage``.
+        The last follow-up with its intermediate answer, and the read's ``Turn``.
     """
     follow_ups = state.get("follow_ups", [])
     last = follow_ups[-1]
@@ -117,53 +124,49 @@ def read_result(
     fence = scratch_of(state).get("fence", "")
     question, result = str(last["question"]), str(last["answer"])
     read = read_request(mode, question, result, fence, request_of(state), follow_ups[:-1])
-    call = step.ask(state).call(
+    turn = yield from generate(
+        step,
+        state,
         read.messages,
-        read.form,
+        instructions=read.form,
         tools=step.run.tools.tools,
         purpose=JSON_TURN if mode == "json" else None,
+        again=False,
     )
-    reply, spent = yield from call_model(call)
-    said = read_of(reply)
+    said = read_of(turn.reply)
     if copies_example(said, f"{last['question']} {last['answer']}"):
         said = ""
     said = fact_of(said, read.facts) or guided_fallback(follow_ups, unread=True)
-    return FollowUp(question=last["question"], answer=said, tool=last["tool"]), reply, spent
+    return FollowUp(question=last["question"], answer=said, tool=last["tool"]), turn
 
 
-def guided_generate(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
+def guided_generate(state: SelfAskState, step: SelfAskStep) -> LogicOf[SelfAskState]:
     """Read the last tool result (in the ``"reading"`` phase), then ask the next
     follow-up while the budget allows (else the phase is ``"finish_budget"``); each is one
     model call. ``messages`` holds the replies, not yet read."""
     run = step.run
     made = scratch_of(state).get("iterations", 0)
     follow_ups = list(state.get("follow_ups", []))
-    update: SelfAskState = {"llm_calls": 0, "usage": empty_usage()}
+    update: SelfAskState = {}
     replies: list[AnyMessage] = []
     if state.get("phase") == "reading" and follow_ups:
-        follow_ups[-1], reply, spent = yield from read_result(state, step)
-        update = {
-            **counts(spent_together(update, spent)),
-            "follow_ups": follow_ups,
-            "phase": "asking",
-        }
-        replies.append(reply)
+        follow_ups[-1], read = yield from read_result(state, step)
+        update = {**spent_together(update, read.spent), "follow_ups": follow_ups, "phase": "asking"}
+        replies.append(read.reply)
         made += 1
     if made < run.max_iterations:
         view: SelfAskState = {**state, "follow_ups": follow_ups, "phase": "asking"}
         messages = turn_messages(view, run, follow_ups)
-        reply, spent = yield from guided_call(view, step, messages, final=False)
-        update = {**update, **counts(spent_together(update, spent))}
-        replies.append(reply)
+        turn = yield from guided_call(view, step, messages, final=False)
+        update = {**update, **spent_together(update, turn.spent)}
+        replies.append(turn.reply)
         made += 1
     else:
         update["phase"] = "finish_budget"
     return {**update, "messages": replies, "scratch": {"iterations": made}}
 
 
-def guided_parse(
-    state: SelfAskState, run: LoopSettings, reply: AIMessage, steps: TurnSteps
-) -> SelfAskState:
+def guided_parse(state: SelfAskState, step: SelfAskStep, reply: AIMessage) -> SelfAskState:
     """Read a guided reply: until a tool has answered a follow-up the reply is a follow-up
     (its question, else its first line, else the user's question); later a new follow-up
     goes to the tool, a final answer that was not cut ends the run, and anything else (a
@@ -171,14 +174,14 @@ def guided_parse(
 
     Args:
         state: The state as the turn leaves it (its reply last in ``messages``).
-        run: The run's settings.
+        step: The running step.
         reply: The model's reply asking (or answering).
-        steps: The graph steps a turn must leave.
 
     Returns:
         The turn's update; ``messages``, when it has them, hold the reply as the run
         keeps it.
     """
+    run = step.run
     follow_ups = list(state.get("follow_ups", []))
     answered = any(f.get("tool") for f in follow_ups)
     text = content_text(reply.content)
@@ -191,7 +194,7 @@ def guided_parse(
         return {"status": "completed", "answer": turn.answer, "messages": [shown]}
     question, rewritten = _question_of(state, turn, text, asks=asks)
     if not question or (answered and asked_before(question, follow_ups)):
-        if run.budget.allows(state, steps=steps.answer):
+        if may_answer(state, step):
             return {"phase": "finish_asked"}
         answer = best_answer(state, follow_ups, guided_run=True)
         return {"status": "max_iterations", "answer": answer}
@@ -199,7 +202,7 @@ def guided_parse(
     name = turn.tool if asks and turn.tool else default
     given = asks and turn.tool and turn.tool_input and not rewritten
     args = turn.tool_input if given else question
-    if run.budget.allows(state, steps=steps.tools(run)):
+    if may_call_tools(state, step):
         call_id = new_call_id()
         call = ToolCall(name=name, args=coerce_args(run.tools, name, args), id=call_id)
         return {
@@ -228,7 +231,7 @@ def _question_of(
     return question[:GUIDED_MAX_CHARS], rewritten
 
 
-def guided_final(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
+def guided_final(state: SelfAskState, step: SelfAskStep) -> LogicOf[SelfAskState]:
     """Ask for the final answer on the scratchpad; a cut reply is asked once more for a
     short answer while the budget allows, and is never the answer: the run then ends,
     not completed, with the last intermediate answer. Only an answer after the model
@@ -236,7 +239,8 @@ def guided_final(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
     run = step.run
     follow_ups = list(state.get("follow_ups", []))
     messages = turn_messages(state, run, follow_ups)
-    reply, update = yield from guided_call(state, step, messages, final=True)
+    turn = yield from guided_call(state, step, messages, final=True)
+    reply, spent = turn.reply, turn.spent
     shown: list[AnyMessage] = [reply]
     answer = final_of(reply)
     asked = state.get("phase") == "finish_asked"
@@ -245,10 +249,10 @@ def guided_final(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
         mode = state.get("tool_mode") or "text"
         tool = tool_for(run.tools, request_of(state), guided_choice(run))
         form = guided_form(mode, tool, final=True, grounded=None)
-        again, shown, update = yield from short_again(
-            step.ask(state), messages, form, reply, update
-        )
-        answer = final_of(again)
+        shorter = reasked([*messages, reply], prompts.SHORT_ANSWER)
+        again = yield from generate(step, state, shorter, instructions=form, again=False)
+        shown, spent = [reply, again.reply], spent_together(spent, again.spent)
+        answer = final_of(again.reply)
     evidence = " ".join(f"{f['question']} {f['answer']}" for f in follow_ups)
     if copies_example(answer, f"{request_of(state)} {evidence}"):
         answer = ""
@@ -259,7 +263,7 @@ def guided_final(state: SelfAskState, step: Step) -> LogicOf[SelfAskState]:
         shown = [*shown[:-1], answer_message(last, answer)]
     shown = [as_shown(state.get("tool_mode") or "text", message) for message in shown]
     return {
-        **counts(update),
+        **spent,
         "messages": shown,
         "answer": answer,
         "status": "completed" if done else "max_iterations",
