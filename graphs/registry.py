@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react, self_ask
+from loopgraphs.graphs import cot, react, self_ask, tot
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
@@ -23,9 +23,10 @@ from loopgraphs.graphs.react.state import ReActOptions
 from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
 from loopgraphs.graphs.self_ask import SelfAskGraph
 from loopgraphs.graphs.self_ask.state import SelfAskOptions
-from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
+from loopgraphs.graphs.tot import ToTGraph
+from loopgraphs.graphs.tot.state import ToTOptions
 from loopgraphs.nodes import LoopSpec
-from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg
+from loopgraphs.nodes.settings import ToolLoopOptions, ToolsArg
 from loopgraphs.state import CompiledLoop, ResponseT
 
 Factory = Callable[..., CompiledLoop]
@@ -80,14 +81,7 @@ BUILT_IN: tuple[Spec, ...] = (
         takes_tools=True,
         budget_option="max_critique_rounds",
     ),
-    _Legacy(
-        "tot",
-        create_tot_graph,
-        "several competing strategies: explore branches, keep the best (beam search)",
-        takes_tools=False,
-        budget_option="max_depth",
-        studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
-    ),
+    tot.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
 
@@ -176,16 +170,6 @@ class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
     """``build_loop("critic", ...)``'s keywords: ``create_critic_graph``'s."""
 
     max_critique_rounds: int
-
-
-class ToTOptions(LoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("tot", ...)``'s keywords: ``create_tot_graph``'s."""
-
-    n_branches: int
-    beam_width: int
-    max_depth: int
-    scoring: Literal["batched", "per_branch"]
-    generation: Literal["propose", "sample"]
 
 
 Model = BaseChatModel | str | None

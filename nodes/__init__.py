@@ -8,9 +8,10 @@ changelog and a release that says so.
 ``LoopBuild`` wires its graph (``start``, ``step``, ``tool_step``, ``route``); ``Option``
 declares a keyword once; ``Step`` is what a step's logic is handed (the run's settings,
 the loop's ``options``, ``may_continue`` for the run budget); ``LoopState`` and
-``RunResult`` are the state and output every loop extends. A step's logic is a function
-``logic(state, step)`` returning the keys it changes, or a generator that runs the
-nodes below with ``yield from`` and returns them (``LogicOf[State]``).
+``RunResult`` are the state and output every loop extends (with ``FanOutState`` when a
+step runs as concurrent tasks, ``LoopBuild.step(..., fan_out=...)``). A step's logic is
+a function ``logic(state, step)`` returning the keys it changes, or a generator that runs
+the nodes below with ``yield from`` and returns them (``LogicOf[State]``).
 
 **The six nodes**: ``generate`` (one model turn through the seam; ``act`` offers the
 run's tools in its tool mode, ``samples`` sends several turns at once), ``parse`` (a
@@ -36,6 +37,7 @@ from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
+from loopgraphs.nodes.fan_out import FanOutState
 from loopgraphs.nodes.generate import (
     answer_message,
     reasked,
@@ -95,6 +97,7 @@ from loopgraphs.nodes.turns import Turn, act, generate, prompt_message, samples
 from loopgraphs.state import (
     LoopInput,
     LoopState,
+    ModelSpend,
     ResponseT,
     RunResult,
     Status,
@@ -113,6 +116,7 @@ __all__ = [
     "REVIEW",
     "TOOL_STEP",
     "WORD_RE",
+    "FanOutState",
     "InnerLoop",
     "LogicOf",
     "LoopBuild",
@@ -121,6 +125,7 @@ __all__ = [
     "LoopSettings",
     "LoopSpec",
     "LoopState",
+    "ModelSpend",
     "Option",
     "Parsed",
     "Reading",

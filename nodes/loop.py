@@ -39,6 +39,7 @@ from langgraph.types import Send
 
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
 from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
+from loopgraphs.nodes.fan_out import Tasks, add_fan_out, spreading
 from loopgraphs.nodes.options import OwnOption, own_options, resolved, signature_of
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, add_routed_step, route
@@ -312,6 +313,7 @@ class LoopBuild(Generic[OptionsT]):
         )
         self.plan = GraphPlan()
         self._start: Callable[[], None] | None = None
+        self._fan_outs: dict[str, Tasks] = {}
 
     @property
     def options(self) -> OptionsT:
@@ -334,7 +336,7 @@ class LoopBuild(Generic[OptionsT]):
 
         def opened(state: CommonState, step: Step[Any]) -> Mapping[str, object]:
             update = dict(opening(state, step)) if opening is not None else {}
-            if not step.may_finish(state):
+            if update.get("status") != "error" and not step.may_finish(state):
                 update.update(status="max_iterations", answer="")
             return update
 
@@ -364,6 +366,7 @@ class LoopBuild(Generic[OptionsT]):
         calls_tools: bool = False,
         settles_answer: bool = False,
         subgraph: Runnable[Any, Any] | None = None,
+        fan_out: Tasks | None = None,
     ) -> None:
         """Add a step of the loop's logic: ``logic(state, step)``, a function returning
         the keys it changes, or a generator that yields the kit's requests
@@ -384,6 +387,8 @@ class LoopBuild(Generic[OptionsT]):
             settles_answer: Read the run's answer again after the ``after_model`` hooks,
                 which may rewrite it.
             subgraph: A compiled graph the step runs (drawn inside it).
+            fan_out: Run the step as concurrent tasks, one per ``Send`` that
+                ``fan_out(state)`` gives, joining at ``then`` (see ``nodes.fan_out``).
         """
         if name in (TOOL_STEP, REVIEW, "prepare"):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
@@ -393,6 +398,10 @@ class LoopBuild(Generic[OptionsT]):
             before = len(middleware.with_hook("before_model"))
             after = len(middleware.with_hook("after_model"))
             self.plan.weigh(name, before + 1 + after, after=after)
+        if fan_out is not None:
+            add_fan_out(self.graph, self.settings, self.plan, name, driven, fan_out, then, model)
+            self._fan_outs[name] = fan_out
+            return
         if then is None:
             add_step(
                 self.graph,
@@ -491,12 +500,14 @@ class LoopBuild(Generic[OptionsT]):
     def _router(
         self, then: str | KitRouter, targets: Sequence[str], source: str
     ) -> tuple[Router, list[str]]:
-        """A router of the graph's kind (``router(state[, runtime])``) for ``then``."""
+        """A router of the graph's kind for ``then`` (a fan-out step's tasks: ``spreading``)."""
         if isinstance(then, str):
             target = then
-            return (lambda state: target), [target]
-        leads_to = [*targets] or literal_targets(then)
-        return kit_router(then, self.settings, self.plan, source), leads_to
+            router, leads_to = cast(Router, lambda state: target), [target]
+        else:
+            leads_to = [*targets] or literal_targets(then)
+            router = kit_router(then, self.settings, self.plan, source)
+        return spreading(router, self._fan_outs, leads_to, self.graph), leads_to
 
 
 def as_logic(step: StepLogic) -> LogicFactory:

@@ -15,6 +15,7 @@ from langgraph.config import get_config
 from langgraph.graph import START
 from langgraph.types import Command
 
+from loopgraphs.internals import state_channels
 from loopgraphs.nodes.driver import keeps_totals
 from loopgraphs.nodes.hooks import can_jump_to
 from loopgraphs.nodes.plan import GraphPlan
@@ -52,12 +53,15 @@ def add_start(
     tool mode the run starts in, and then the loop's ``opening(state, step)``, which may
     end the run at once (``status="max_iterations"`` when too few graph steps are left
     for it). A run without input messages ends with ``status="error"`` whatever the
-    opening says. The node reads the whole state, so ``then`` sees the caller's keys
-    too. The node picks the next step itself (a ``Command``), as a routed step does (see
+    opening says. A state with ``failures`` (see ``loopgraphs.nodes.fan_out``) starts with
+    none. The node reads the whole state, so ``then`` sees the caller's keys too. The
+    node picks the next step itself (a ``Command``), as a routed step does (see
     ``loopgraphs.nodes.routing.add_routed_step``): no router copies the state at the
     start of every run.
     """
     fresh = run_defaults if keeps_totals(builder) else start_run
+    # The errors of a fan-out step's tasks (``FanOutState``): none yet.
+    failures = {"failures": None} if "failures" in state_channels(builder) else {}
     own_scratch = dict(scratch or {})
     # A before_model hook that may jump to the tools runs the calls the input leaves
     # open before the model sees them (create_agent's pattern): the check would refuse
@@ -70,7 +74,7 @@ def add_start(
         if not completes_calls:
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
-        base = fresh(state, **own_scratch)
+        base = {**fresh(state, **own_scratch), **failures}
         step: Step[Any] = Step(run, runtime, get_config(), "prepare", plan)
         update = {**base, "tool_mode": resolve_mode(run), **opening(state, step)}
         if base["status"] == "error":

@@ -15,7 +15,7 @@ audio.
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -187,16 +187,20 @@ def act(
 def samples(
     step: Step[Any],
     state: Mapping[str, object],
-    messages: Sequence[BaseMessage],
+    messages: Sequence[BaseMessage] | Callable[[int], Sequence[BaseMessage]],
     count: int,
     *,
     instructions: Instructions | RequestForm = "",
     purpose: str = "sample",
     model_settings: Mapping[str, object] | None = None,
 ) -> Generator[Request, Any, tuple[list[AIMessage], ModelSpend]]:
-    """``count`` internal turns on the same request, sent concurrently (self-consistency,
-    sampled thoughts). Failed turns are left out; when all fail, the first failure is
-    raised.
+    """``count`` internal turns, sent concurrently (self-consistency, sampled thoughts):
+    on the same request, or each on its own (``messages`` a function of the sample's
+    number). Failed turns are left out; when all fail, the first failure is raised.
+
+    Args:
+        messages: The request of every sample, or a function of the sample's number (1
+            to ``count``) giving each its own (a prompt that says "attempt k of n").
 
     Returns:
         The replies that came back, in order, and the ``llm_calls``/``usage`` update of
@@ -205,8 +209,12 @@ def samples(
     check_step(step, "samples")
     ask: ModelCaller = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
-    call = ask.call(messages, form, model_settings=model_settings, purpose=purpose)
-    results = yield ModelBatch([call] * count)
+    if callable(messages):
+        asked = [messages(number) for number in range(1, count + 1)]
+        calls = [ask.call(m, form, model_settings=model_settings, purpose=purpose) for m in asked]
+    else:
+        calls = [ask.call(messages, form, model_settings=model_settings, purpose=purpose)] * count
+    results = yield ModelBatch(calls)
     outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
     if not outcomes:
         raise all_failed(results)

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
-from loopgraphs.graphs.tot import call_budget as tot_budget
+from loopgraphs.graphs.tot.state import call_budget as tot_budget
 from tests.benchmarks.common import NATIVE_PROFILE, Script, prompt_text
 from tests.support.fakes import calls, tool_call
 
@@ -233,7 +233,7 @@ def tot_scenario(
         "generation": generation,
     }
     b, w, d = n_branches, beam_width, max_depth
-    budget = tot_budget(**options)  # type: ignore[arg-type]
+    budget = tot_budget(options)
     if scoring == "per_branch" and generation == "sample":
         seed_formula, seed_calls = "d·b·2 + 1 (w = 1)", d * b * 2 + 1
     elif scoring == "batched" and generation == "propose":

@@ -28,6 +28,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     for ``load_model("local")`` (the session server is the embedded one)."""
     from loopgraphs import prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
+    from loopgraphs.graphs.tot.state import call_budget as tot_budget
     from loopgraphs.models import local_server as embedded_servers
     from loopgraphs.nodes.tool_loop import check_history
 
@@ -52,7 +53,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         "reflexion": (both, reflexion.call_budget(max_reflections=1, max_iterations=1)),
         "self_ask": (both, 1 + 1),  # max_follow_ups + 1
         "critic": (("completed",), 1 + 2 * 1),  # the rounds running out still complete
-        "tot": (both, tot.call_budget(n_branches=2, beam_width=1, max_depth=1)),
+        "tot": (both, tot_budget(tot.LOOP.resolve(SMALL_BUDGETS["tot"]))),
     }[name]
     assert out["status"] in statuses, out.get("error")
     assert 1 <= out["llm_calls"] <= budget
