@@ -26,8 +26,15 @@ from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
 from loopgraphs.nodes.generate import answer_message, reasked
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
-from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
+from loopgraphs.nodes.inner import (
+    InnerLoop,
+    closing_message,
+    ended_by_hook,
+    most_calls,
+    tool_work,
+)
 from loopgraphs.nodes.judging import (
+    EVALUATION_FAILED,
     Reflection,
     Scored,
     Value,
@@ -48,6 +55,7 @@ from loopgraphs.nodes.parsing.text import (
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.structured import with_bounds
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
     Reading,
@@ -59,22 +67,26 @@ from loopgraphs.nodes.tool_turns import (
 )
 from loopgraphs.nodes.turns import Turn, act, generate, prompt_message, samples
 from loopgraphs.state import (
+    InnerOutput,
     LoopInput,
     LoopState,
     ResponseT,
     RunResult,
     Status,
     TotalsState,
+    conversation_of,
     request_of,
     scratch_of,
 )
 
 __all__ = [
     "END",
+    "EVALUATION_FAILED",
     "REQUIRED",
     "REVIEW",
     "TOOL_STEP",
     "InnerLoop",
+    "InnerOutput",
     "LogicOf",
     "LoopBuild",
     "LoopInput",
@@ -106,6 +118,7 @@ __all__ = [
     "closing_message",
     "content_text",
     "conversation",
+    "conversation_of",
     "cut_short",
     "earlier_turns",
     "ended_by_hook",
@@ -114,6 +127,7 @@ __all__ = [
     "generate",
     "in_parallel",
     "interpret",
+    "most_calls",
     "must_call",
     "parse",
     "prompt_message",
@@ -126,6 +140,8 @@ __all__ = [
     "score_branches",
     "scratch_of",
     "tool_calls",
+    "tool_work",
     "unusable",
+    "with_bounds",
     "without_tool_calls",
 ]

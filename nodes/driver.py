@@ -353,17 +353,20 @@ def add_step(
     next_step: NextStep | None = None,
     destinations: Sequence[str] = (),
     plan: GraphPlan | None = None,
+    guarded: bool = True,
 ) -> None:
-    """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
-    retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
-    the graph's way: by the state's reducers, or as running totals when the counters
-    have none. A ``model_step`` gets the middleware's ``before_model``/``after_model``
-    hooks around it (see ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks
-    the step after it among ``destinations`` (see ``as_node``)."""
+    """Add generator logic ``logic(state, step)`` as a node retried by the run's retry
+    policy (drawn with the compiled ``subgraph`` it runs), ``guarded`` (see ``as_node``)
+    unless told otherwise. Its counts are added up the graph's way: by the state's
+    reducers, or as running totals when the counters have none. A ``model_step`` gets
+    the middleware's ``before_model``/``after_model`` hooks around it (see
+    ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks the step after it
+    among ``destinations`` (see ``as_node``)."""
     node = as_node(
         name,
         logic,
         settings,
+        guarded=guarded,
         totals=keeps_totals(builder),
         subgraph=subgraph,
         next_step=next_step,

@@ -101,8 +101,11 @@ class LoopSpec(Generic[OptionsT]):
         main_step: The model step whose middleware hooks get create_agent's node names
             (default: the first model step the build adds).
         call_budget: The most model calls one run can make, from the loop's resolved
-            keywords (documented on the loop's page, held by the tests).
+            keywords (documented on the loop's page, held by the tests; see
+            ``loopgraphs.nodes.most_calls``).
         studio_options: Keywords of the graph served to LangGraph Studio.
+        selects_tools_above: Above this many tools a run first picks the ones it uses
+            (``call_budget(options, tool_selection=True)``); None: it never does.
     """
 
     name: str
@@ -115,8 +118,9 @@ class LoopSpec(Generic[OptionsT]):
     budget_option: str = "max_iterations"
     iterations_option: str | None = None
     main_step: str | None = None
-    call_budget: Callable[[Mapping[str, Any]], int] | None = None
+    call_budget: Callable[..., int] | None = None
     studio_options: Mapping[str, object] = field(default_factory=dict)
+    selects_tools_above: int | None = None
     _factory: list[Callable[..., Any]] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -364,6 +368,7 @@ class LoopBuild(Generic[OptionsT]):
         calls_tools: bool = False,
         settles_answer: bool = False,
         subgraph: Runnable[Any, Any] | None = None,
+        guarded: bool = True,
     ) -> None:
         """Add a step of the loop's logic: ``logic(state, step)``, a function returning
         the keys it changes, or a generator that yields the kit's requests
@@ -384,6 +389,8 @@ class LoopBuild(Generic[OptionsT]):
             settles_answer: Read the run's answer again after the ``after_model`` hooks,
                 which may rewrite it.
             subgraph: A compiled graph the step runs (drawn inside it).
+            guarded: An exception ends the run with ``status="error"`` (see ``guard``);
+                False: it reaches the caller (a malformed value a human resumed with).
         """
         if name in (TOOL_STEP, REVIEW, "prepare"):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
@@ -404,6 +411,7 @@ class LoopBuild(Generic[OptionsT]):
                 model_step=model,
                 settles_answer=settles_answer,
                 subgraph=subgraph,
+                guarded=guarded,
             )
             return
         extra = [REVIEW, TOOL_STEP] if calls_tools and self.settings.review else []
@@ -421,6 +429,7 @@ class LoopBuild(Generic[OptionsT]):
             model_step=model,
             settles_answer=settles_answer,
             subgraph=subgraph,
+            guarded=guarded,
         )
 
     def tool_step(self, then: str | KitRouter, *, targets: Sequence[str] = ()) -> None:
@@ -465,8 +474,6 @@ class LoopBuild(Generic[OptionsT]):
             ValueError: the build added no start (``start``).
         """
         self.add_start()
-        if self.spec.takes_tools and TOOL_STEP not in self.graph.nodes:
-            self._check_no_tool_jumps()
         return compile_loop(
             self.graph, self.settings, self.caller_options, default_name=self.spec.name
         )
@@ -483,11 +490,6 @@ class LoopBuild(Generic[OptionsT]):
                 "loop.start('<first step>') in it"
             )
         self._start()
-
-    def _check_no_tool_jumps(self) -> None:
-        wiring = getattr(self.graph, "wiring", None)
-        if wiring is not None:
-            wiring.tools_node = None
 
     def _router(
         self, then: str | KitRouter, targets: Sequence[str], source: str
