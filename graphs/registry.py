@@ -13,14 +13,16 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react, self_ask, tot
+from loopgraphs.graphs import cot, plan_execute, react, reflexion, self_ask, tot
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
-from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
+from loopgraphs.graphs.plan_execute import PlanExecuteGraph
+from loopgraphs.graphs.plan_execute.state import PlanExecuteOptions
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
-from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
+from loopgraphs.graphs.reflexion import ReflexionGraph
+from loopgraphs.graphs.reflexion.state import ReflexionOptions
 from loopgraphs.graphs.self_ask import SelfAskGraph
 from loopgraphs.graphs.self_ask.state import SelfAskOptions
 from loopgraphs.graphs.tot import ToTGraph
@@ -58,21 +60,8 @@ Spec = LoopSpec[Any] | _Legacy
 BUILT_IN: tuple[Spec, ...] = (
     cot.LOOP,
     react.LOOP,
-    _Legacy(
-        "plan_execute",
-        create_plan_execute_graph,
-        "multi-step tasks with distinct sub-goals; an auditable plan first",
-        takes_tools=True,
-        budget_option="max_step_iterations",
-        studio_options={"max_steps": 3},
-    ),
-    _Legacy(
-        "reflexion",
-        create_reflexion_graph,
-        "correctness matters and a first attempt may fail: retry with self-critique",
-        takes_tools=True,
-        budget_option="max_iterations",
-    ),
+    plan_execute.LOOP,
+    reflexion.LOOP,
     self_ask.LOOP,
     _Legacy(
         "critic",
@@ -148,22 +137,6 @@ def get_spec(name: str) -> Spec:
 
 LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
-
-
-class PlanExecuteOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("plan_execute", ...)``'s keywords: ``create_plan_execute_graph``'s."""
-
-    max_steps: int
-    max_step_iterations: int
-    replan: bool
-    approve_plan: bool
-
-
-class ReflexionOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("reflexion", ...)``'s keywords: ``create_reflexion_graph``'s."""
-
-    max_reflections: int
-    max_iterations: int
 
 
 class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):

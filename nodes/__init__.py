@@ -57,8 +57,15 @@ from loopgraphs.nodes.grounding import (
     words_of,
 )
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
-from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
+from loopgraphs.nodes.inner import (
+    InnerLoop,
+    closing_message,
+    ended_by_hook,
+    most_calls,
+    tool_work,
+)
 from loopgraphs.nodes.judging import (
+    EVALUATION_FAILED,
     Reflection,
     Scored,
     Value,
@@ -82,6 +89,7 @@ from loopgraphs.nodes.parsing.text import (
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.structured import with_bounds
 from loopgraphs.nodes.tool_guard import fence_output, unfence
 from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
 from loopgraphs.nodes.tool_step import call_tool
@@ -95,6 +103,7 @@ from loopgraphs.nodes.tool_turns import (
 )
 from loopgraphs.nodes.turns import Turn, act, generate, prompt_message, samples
 from loopgraphs.state import (
+    InnerOutput,
     LoopInput,
     LoopState,
     ModelSpend,
@@ -102,12 +111,14 @@ from loopgraphs.state import (
     RunResult,
     Status,
     TotalsState,
+    conversation_of,
     request_of,
     scratch_of,
 )
 
 __all__ = [
     "END",
+    "EVALUATION_FAILED",
     "EXAMPLE_FENCE",
     "JSON_TURN",
     "QUESTION_WORDS",
@@ -118,6 +129,7 @@ __all__ = [
     "WORD_RE",
     "FanOutState",
     "InnerLoop",
+    "InnerOutput",
     "LogicOf",
     "LoopBuild",
     "LoopInput",
@@ -154,6 +166,7 @@ __all__ = [
     "coerce_args",
     "content_text",
     "conversation",
+    "conversation_of",
     "cut_short",
     "earlier_turns",
     "ended_by_hook",
@@ -165,6 +178,7 @@ __all__ = [
     "guides",
     "in_parallel",
     "interpret",
+    "most_calls",
     "must_call",
     "new_words",
     "parse",
@@ -182,8 +196,10 @@ __all__ = [
     "takes_one_input",
     "tool_calls",
     "tool_for",
+    "tool_work",
     "unfence",
     "unusable",
+    "with_bounds",
     "without_answer",
     "without_tool_calls",
     "words_of",

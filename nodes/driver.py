@@ -355,13 +355,13 @@ def add_step(
     plan: GraphPlan | None = None,
     guarded: bool = True,
 ) -> None:
-    """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
-    retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
-    the graph's way: by the state's reducers, or as running totals when the counters
-    have none. A ``model_step`` gets the middleware's ``before_model``/``after_model``
-    hooks around it (see ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks
-    the step after it among ``destinations`` (see ``as_node``). ``guarded=False``: the
-    logic guards itself (see ``guard``)."""
+    """Add generator logic ``logic(state, step)`` as a node retried by the run's retry
+    policy (drawn with the compiled ``subgraph`` it runs), ``guarded`` (see ``as_node``)
+    unless told otherwise. Its counts are added up the graph's way: by the state's
+    reducers, or as running totals when the counters have none. A ``model_step`` gets
+    the middleware's ``before_model``/``after_model`` hooks around it (see
+    ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks the step after it
+    among ``destinations`` (see ``as_node``)."""
     node = as_node(
         name,
         logic,

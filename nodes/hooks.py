@@ -69,6 +69,15 @@ def can_jump_to(middleware: Middleware, hook: str) -> list[str]:
     return []
 
 
+def tool_jump_refused(middleware: Middleware, hook: str, loop: str) -> ValueError:
+    """The error for a hook that may jump to 'tools' in a loop without a tool step."""
+    return ValueError(
+        f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but {loop} "
+        "has no tool step; use it with a loop that calls tools (react, plan_execute, "
+        "reflexion, self_ask, critic) or drop 'tools' from can_jump_to"
+    )
+
+
 def _hook_node(
     middleware: Middleware,
     hook: str,
@@ -361,8 +370,15 @@ class LoopGraph(LoopBuilder):
     def finish_hooks(self) -> None:
         """Wire the ``before_agent`` hooks between ``START`` and the loop's first node, and
         the last ``after_model`` node of each step to where the step's edges go (call
-        after the loop's own edges are in)."""
+        after the loop's own edges are in). A loop without the tool step it was wired for
+        refuses a model hook that may jump to 'tools'."""
         wiring = getattr(self, "wiring", None)
+        if wiring is not None and wiring.tools_node not in self.nodes:
+            wiring.tools_node = None  # its tools, if any, run in a loop inside its steps
+            for hook in ("before_model", "after_model"):
+                for middleware in wiring.middleware.with_hook(hook):
+                    if "tools" in can_jump_to(middleware, hook):
+                        raise tool_jump_refused(middleware, hook, wiring.loop)
         if wiring is None or not wiring.agent_hooks:
             return
         before = wiring.middleware.with_hook("before_agent")
@@ -407,12 +423,7 @@ class LoopGraph(LoopBuilder):
                 StateGraph.add_conditional_edges(self, source, path, [default])
             return
         if "tools" in jumps and wiring.tools_node is None:
-            raise ValueError(
-                f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but "
-                f"{wiring.loop} has no tool step; use it with a loop that runs its tool "
-                "calls itself (one whose graph has the call_tool step) or drop 'tools' from "
-                "can_jump_to"
-            )
+            raise tool_jump_refused(middleware, hook, wiring.loop)
         model_step = step or wiring.first_model_step
         targets = {
             "model": wiring.entry(model_step) if model_step else default,

@@ -127,6 +127,10 @@ def evaluate(
 
     Returns:
         The ``Parsed`` judgement (its ``value`` None when no reply could be read).
+
+    Raises:
+        TypeError: a schema of the loop's own came without its ``prompt``.
+        ValueError: ``max_calls`` is below 1.
     """
     check_step(step, "evaluate")
     asked_about = request_of(state) if question is None else question
@@ -171,7 +175,7 @@ def reflect(
     feedback: str,
     *,
     question: str | None = None,
-    prompt: str = prompts.REFLECT_USER,
+    prompt: str | None = None,
     instructions: Instructions = prompts.REFLECT_SYSTEM,
     history: Sequence[BaseMessage] | None = None,
 ) -> Generator[Request, Any, Reflection]:
@@ -184,7 +188,7 @@ def reflect(
         feedback: Why it failed (an evaluator's feedback, a tool's error).
         question: The question (default: the user's request).
         prompt: The request's template, with ``{question}``, ``{answer}`` and
-            ``{feedback}``.
+            ``{feedback}`` (default: the kit's).
         instructions: The system text.
         history: Read before the prompt (default: the user's earlier turns).
 
@@ -193,7 +197,10 @@ def reflect(
         feedback.
     """
     check_step(step, "reflect")
-    text = prompt.format(
+    template = prompts.REFLECT_USER
+    if prompt is not None:
+        template = prompt
+    text = template.format(
         question=request_of(state) if question is None else question,
         answer=attempt[:MAX_CANDIDATE_CHARS],
         feedback=feedback.strip() or "none given",

@@ -26,20 +26,26 @@ the answer checks and the chat rules come with them.
 from __future__ import annotations
 
 import functools
-import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
-from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
+from loopgraphs.nodes.driver import add_step
 from loopgraphs.nodes.fan_out import Tasks, add_fan_out, spreading
+from loopgraphs.nodes.kit_routing import (
+    KitRouter,
+    StepLogic,
+    as_logic,
+    kit_router,
+    literal_targets,
+    while_running,
+)
 from loopgraphs.nodes.options import OwnOption, own_options, resolved, signature_of
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, add_routed_step, route
@@ -72,13 +78,6 @@ REVIEW = "review"
 
 # A loop's own starting values: ``opening(state, step)``, written by its ``prepare`` node.
 Opening = Callable[[Any, Step[Any]], Mapping[str, object]]
-# A step's logic: ``logic(state, step)``, a function returning the keys it changes or a
-# generator that yields the kit's requests and returns them (the state is the loop's own
-# TypedDict, so the first parameter stays open).
-StepLogic = Callable[[Any, Step[Any]], Any]
-# A router: ``router(state)`` or ``router(state, step)``, naming the next step (or
-# ``Send``s into a step run as several tasks).
-KitRouter = Callable[..., str | list[Send]]
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,11 @@ class LoopSpec(Generic[OptionsT]):
         main_step: The model step whose middleware hooks get create_agent's node names
             (default: the first model step the build adds).
         call_budget: The most model calls one run can make, from the loop's resolved
-            keywords (documented on the loop's page, held by the tests).
+            keywords (documented on the loop's page, held by the tests; see
+            ``loopgraphs.nodes.most_calls``).
         studio_options: Keywords of the graph served to LangGraph Studio.
+        selects_tools_above: Above this many tools a run first picks the ones it uses
+            (``call_budget(options, tool_selection=True)``); None: it never does.
     """
 
     name: str
@@ -116,8 +118,9 @@ class LoopSpec(Generic[OptionsT]):
     budget_option: str = "max_iterations"
     iterations_option: str | None = None
     main_step: str | None = None
-    call_budget: Callable[[Mapping[str, Any]], int] | None = None
+    call_budget: Callable[..., int] | None = None
     studio_options: Mapping[str, object] = field(default_factory=dict)
+    selects_tools_above: int | None = None
     _factory: list[Callable[..., Any]] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -367,6 +370,7 @@ class LoopBuild(Generic[OptionsT]):
         settles_answer: bool = False,
         subgraph: Runnable[Any, Any] | None = None,
         fan_out: Tasks | None = None,
+        guarded: bool = True,
     ) -> None:
         """Add a step of the loop's logic: ``logic(state, step)``, a function returning
         the keys it changes, or a generator that yields the kit's requests
@@ -389,6 +393,8 @@ class LoopBuild(Generic[OptionsT]):
             subgraph: A compiled graph the step runs (drawn inside it).
             fan_out: Run the step as concurrent tasks, one per ``Send`` that
                 ``fan_out(state)`` gives, joining at ``then`` (see ``nodes.fan_out``).
+            guarded: An exception ends the run with ``status="error"`` (see ``guard``);
+                False: it reaches the caller (a malformed value a human resumed with).
         """
         if name in (TOOL_STEP, REVIEW, "prepare"):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
@@ -412,6 +418,7 @@ class LoopBuild(Generic[OptionsT]):
                 model_step=model,
                 settles_answer=settles_answer,
                 subgraph=subgraph,
+                guarded=guarded,
             )
             return
         extra = [REVIEW, TOOL_STEP] if calls_tools and self.settings.review else []
@@ -429,6 +436,7 @@ class LoopBuild(Generic[OptionsT]):
             model_step=model,
             settles_answer=settles_answer,
             subgraph=subgraph,
+            guarded=guarded,
         )
 
     def tool_step(self, then: str | KitRouter, *, targets: Sequence[str] = ()) -> None:
@@ -473,8 +481,6 @@ class LoopBuild(Generic[OptionsT]):
             ValueError: the build added no start (``start``).
         """
         self.add_start()
-        if self.spec.takes_tools and TOOL_STEP not in self.graph.nodes:
-            self._check_no_tool_jumps()
         return compile_loop(
             self.graph, self.settings, self.caller_options, default_name=self.spec.name
         )
@@ -492,11 +498,6 @@ class LoopBuild(Generic[OptionsT]):
             )
         self._start()
 
-    def _check_no_tool_jumps(self) -> None:
-        wiring = getattr(self.graph, "wiring", None)
-        if wiring is not None:
-            wiring.tools_node = None
-
     def _router(
         self, then: str | KitRouter, targets: Sequence[str], source: str
     ) -> tuple[Router, list[str]]:
@@ -508,70 +509,6 @@ class LoopBuild(Generic[OptionsT]):
             leads_to = [*targets] or literal_targets(then)
             router = kit_router(then, self.settings, self.plan, source)
         return spreading(router, self._fan_outs, leads_to, self.graph), leads_to
-
-
-def as_logic(step: StepLogic) -> LogicFactory:
-    """A step's logic as the node runner drives it: a generator function as it is, a
-    plain function of ``(state, step)`` as a generator that returns its update."""
-    called = step.func if isinstance(step, functools.partial) else step
-    if inspect.isgeneratorfunction(called):
-        return step
-
-    @functools.wraps(step)
-    def logic(state: Any, kit_step: Step[Any]) -> Any:
-        yield from ()
-        return step(state, kit_step)
-
-    return logic
-
-
-def literal_targets(router: Callable[..., object]) -> list[str]:
-    """The steps a router's ``-> Literal[...]`` return annotation names (empty when it
-    has none)."""
-    try:
-        hint = typing.get_type_hints(router).get("return")
-    except Exception:
-        return []
-    if typing.get_origin(hint) is not Literal:
-        return []
-    return [str(value) for value in typing.get_args(hint)]
-
-
-def kit_router(router: KitRouter, settings: LoopSettings, plan: GraphPlan, source: str) -> Router:
-    """``router(state)`` or ``router(state, step)`` as the graph calls routers: the step
-    (the run's settings with its context, its options, its budget) made from the
-    runtime."""
-    takes_step = _positional(router) > 1
-    if not takes_step:
-        return router
-    name = getattr(router, "__name__", f"route_{source}")
-
-    def with_step(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
-        return router(state, Step(settings.for_run(runtime), runtime, {}, source, plan))
-
-    with_step.__name__ = name
-    return with_step
-
-
-def _positional(function: Callable[..., object]) -> int:
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    parameters = inspect.signature(function).parameters.values()
-    return sum(parameter.kind in kinds for parameter in parameters)
-
-
-def while_running(router: Router) -> Router:
-    """``router``, while the run's status is "running"; the end once the run is over."""
-    if takes_runtime(router):
-
-        def running_with(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
-            return router(state, runtime) if state.get("status") == "running" else END
-
-        return running_with
-
-    def running(state: Mapping[str, object]) -> str | list[Send]:
-        return router(state) if state.get("status") == "running" else END
-
-    return running
 
 
 def tool_calls(state: Mapping[str, object], step: Step[Any]) -> str | list[Send]:
@@ -586,14 +523,11 @@ def reviewed_calls(state: Mapping[str, object]) -> list[Send]:
 
 
 __all__ = [
-    "END",
     "REVIEW",
     "TOOL_STEP",
     "LoopBuild",
     "LoopSpec",
     "Opening",
-    "StepLogic",
-    "kit_router",
     "reviewed_calls",
     "tool_calls",
 ]

@@ -105,10 +105,13 @@ def parse(
 
     Raises:
         TypeError: neither or both of ``schema`` and ``reader`` were given.
+        ValueError: ``max_calls`` is below 1.
     """
     check_step(step, "parse")
     if (schema is None) == (reader is None):
         raise TypeError("parse takes a schema= or a reader=, exactly one of them")
+    if max_calls < 1:
+        raise ValueError(f"parse: max_calls must be >= 1; got {max_calls}")
     if schema is not None:
         result = yield from structured_call(
             step.ask(state),

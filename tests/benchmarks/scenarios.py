@@ -92,9 +92,10 @@ def plan_execute_scenario() -> Scenario:
     replies.append("a plus b is 3")
     budget: int | None
     try:
-        from loopgraphs.graphs.plan_execute import call_budget
+        from loopgraphs.graphs.plan_execute import LOOP
+        from loopgraphs.nodes import most_calls
 
-        budget = call_budget(max_steps=7, max_step_iterations=5)
+        budget = most_calls(LOOP, {"max_steps": 7, "max_step_iterations": 5})
     except ImportError:
         budget = None
     return Scenario(
@@ -126,9 +127,10 @@ def reflexion_scenario() -> Scenario:
     ]
     budget: int | None
     try:
-        from loopgraphs.graphs.reflexion import call_budget
+        from loopgraphs.graphs.reflexion import LOOP
+        from loopgraphs.nodes import most_calls
 
-        budget = call_budget(max_reflections=3, max_iterations=10)
+        budget = most_calls(LOOP, {"max_reflections": 3, "max_iterations": 10})
     except ImportError:
         budget = None
     return Scenario(

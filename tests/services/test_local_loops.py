@@ -6,6 +6,7 @@ import pytest
 
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.graphs import registry
+from loopgraphs.nodes import most_calls
 from loopgraphs.toolkits import calculator, make_search_tool
 from tests.support.requests import RequestEnds
 
@@ -48,9 +49,9 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         "react": (both, 2 + 1),  # max_iterations, then one final-answer request
         "plan_execute": (
             ("completed",),  # a step that runs out is recorded and the plan goes on
-            plan_execute.call_budget(max_steps=1, max_step_iterations=1),
+            most_calls(plan_execute.LOOP, SMALL_BUDGETS[name]),
         ),
-        "reflexion": (both, reflexion.call_budget(max_reflections=1, max_iterations=1)),
+        "reflexion": (both, most_calls(reflexion.LOOP, SMALL_BUDGETS[name])),
         "self_ask": (both, 1 + 1),  # max_follow_ups + 1
         "critic": (("completed",), 1 + 2 * 1),  # the rounds running out still complete
         "tot": (both, tot_budget(tot.LOOP.resolve(SMALL_BUDGETS["tot"]))),

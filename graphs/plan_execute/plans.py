@@ -1,9 +1,5 @@
-"""Plan-and-Execute's state and plans: the state's types, the schemas the planner fills,
-how the step results read in a prompt, and a human's decision on the plan.
-
-The steps (``loopgraphs.graphs.plan_execute_steps``) read and write these; the graph
-itself is wired in ``loopgraphs.graphs.plan_execute``.
-"""
+"""Plan-and-Execute's plans and results: the schemas the planner fills, how the step
+results read in a prompt, and a human's decision on the plan."""
 
 from __future__ import annotations
 
@@ -14,12 +10,11 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableBinding
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
-from typing_extensions import TypedDict
 
 from loopgraphs import prompts
+from loopgraphs.graphs.plan_execute.state import PlanExecuteState, StepResult
+from loopgraphs.nodes import with_bounds
 from loopgraphs.nodes.parsing.plans import clean_steps
-from loopgraphs.nodes.structured import with_bounds
-from loopgraphs.state import LoopState, ResponseT, RunResult, Status
 
 RESULT_CHARS = 2000  # most of one step result a prompt shows
 MIN_RESULT_CHARS = 100  # less of each result is not worth showing: the oldest are left out
@@ -68,33 +63,6 @@ def bounded(schema: type[_Steps], most: int) -> type[_Steps]:
     is cut by the loop)."""
     bounds: JsonDict = {"maxItems": most, "items": {"type": "string", "maxLength": STEP_CHARS}}
     return with_bounds(schema, "steps", bounds)
-
-
-class StepResult(TypedDict):
-    """An executed step: its text, what its ReAct run answered and how that run ended."""
-
-    step: str
-    result: str
-    status: Status
-
-
-class PlanExecuteFields(TypedDict, total=False):
-    """The keys of its own that Plan-and-Execute's state and output hold (see
-    ``PlanExecuteOutput``)."""
-
-    plan: list[str]
-    step_results: list[StepResult]
-    current_step: int
-
-
-class PlanExecuteOutput(PlanExecuteFields, RunResult[ResponseT]):
-    """Output of Plan-and-Execute: the plan, each step's result, the steps executed."""
-
-
-class PlanExecuteState(PlanExecuteFields, LoopState, total=False):
-    """State of Plan-and-Execute."""
-
-    request: str
 
 
 def plan_done(state: PlanExecuteState) -> bool:
@@ -161,6 +129,12 @@ def step_failed(record: StepResult) -> bool:
 def latest_result(results: Sequence[StepResult]) -> str:
     """The latest result any of ``results`` gave ("" when none gave one)."""
     return next((record["result"] for record in reversed(results) if record["result"]), "")
+
+
+def fallback_answer(results: Sequence[StepResult]) -> str:
+    """The answer when the synthesis gives none: the latest result of a step that did its
+    work, else the latest result of any step ("" when no step gave one)."""
+    return latest_result([r for r in results if not step_failed(r)]) or latest_result(results)
 
 
 def review_decision(decision: object, steps: list[str], max_steps: int) -> PlanExecuteState:
