@@ -13,10 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react
+from loopgraphs.graphs import cot, critic, react
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
-from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
+from loopgraphs.graphs.critic import CriticGraph
+from loopgraphs.graphs.critic.state import CriticOptions
 from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
@@ -78,13 +79,7 @@ BUILT_IN: tuple[Spec, ...] = (
         takes_tools=True,
         budget_option="max_follow_ups",
     ),
-    _Legacy(
-        "critic",
-        create_critic_graph,
-        "answers with checkable facts: draft, verify claims with tools, revise",
-        takes_tools=True,
-        budget_option="max_critique_rounds",
-    ),
+    critic.LOOP,
     _Legacy(
         "tot",
         create_tot_graph,
@@ -181,12 +176,6 @@ class SelfAskOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
     """``build_loop("self_ask", ...)``'s keywords: ``create_self_ask_graph``'s."""
 
     max_follow_ups: int
-
-
-class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("critic", ...)``'s keywords: ``create_critic_graph``'s."""
-
-    max_critique_rounds: int
 
 
 class ToTOptions(LoopOptions[ResponseT, ContextT], total=False):

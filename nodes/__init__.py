@@ -24,7 +24,15 @@ from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
-from loopgraphs.nodes.generate import answer_message, reasked
+from loopgraphs.nodes.generate import answer_message, reask_for, reasked, spent_together
+from loopgraphs.nodes.grounding import (
+    closed_object,
+    grounded_string,
+    guides,
+    takes_one_input,
+    tool_for,
+    words_of,
+)
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
 from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
 from loopgraphs.nodes.judging import (
@@ -37,6 +45,9 @@ from loopgraphs.nodes.judging import (
     score_branches,
 )
 from loopgraphs.nodes.loop import REVIEW, TOOL_STEP, LoopBuild, LoopSpec, tool_calls
+from loopgraphs.nodes.model_call import JSON_TURN
+from loopgraphs.nodes.model_send import RequestForm
+from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.options import REQUIRED, Option
 from loopgraphs.nodes.parsing.answers import answer_key
 from loopgraphs.nodes.parsing.text import (
@@ -48,6 +59,8 @@ from loopgraphs.nodes.parsing.text import (
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
+from loopgraphs.nodes.structured import Level
+from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
     Reading,
@@ -71,10 +84,12 @@ from loopgraphs.state import (
 
 __all__ = [
     "END",
+    "JSON_TURN",
     "REQUIRED",
     "REVIEW",
     "TOOL_STEP",
     "InnerLoop",
+    "Level",
     "LogicOf",
     "LoopBuild",
     "LoopInput",
@@ -86,6 +101,7 @@ __all__ = [
     "Parsed",
     "Reading",
     "Reflection",
+    "RequestForm",
     "ResponseT",
     "RunResult",
     "Scored",
@@ -102,22 +118,29 @@ __all__ = [
     "answer_message",
     "best_effort_answer",
     "bounded_thread",
+    "call_key",
     "call_tool",
+    "closed_object",
     "closing_message",
+    "coerce_args",
     "content_text",
     "conversation",
     "cut_short",
     "earlier_turns",
     "ended_by_hook",
     "evaluate",
+    "fence_output",
     "final_answer_of",
     "generate",
+    "grounded_string",
+    "guides",
     "in_parallel",
     "interpret",
     "must_call",
     "parse",
     "prompt_message",
     "read_action",
+    "reask_for",
     "reasked",
     "reflect",
     "repaired_answer",
@@ -125,7 +148,12 @@ __all__ = [
     "samples",
     "score_branches",
     "scratch_of",
+    "spent_together",
+    "takes_one_input",
     "tool_calls",
+    "tool_for",
+    "unfence",
     "unusable",
     "without_tool_calls",
+    "words_of",
 ]

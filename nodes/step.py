@@ -61,10 +61,20 @@ class Step(Generic[OptionsT]):
         needed = self.plan.counts(self.node).another_round if self.plan else 0
         return self.run.budget.allows(state, steps=needed, tools=tools)
 
-    def may_finish(self, state: Mapping[str, object]) -> bool:
+    def may_finish(self, state: Mapping[str, object], *, longest: bool = False) -> bool:
         """Whether the graph steps the shortest way from this step to the end takes are
-        left under ``recursion_limit``."""
-        needed = self.plan.counts(self.node).shortest_finish if self.plan else 0
+        left under ``recursion_limit``.
+
+        Args:
+            state: The loop's state (its ``remaining_steps``).
+            longest: Count the longest way to the end instead (each step on it once): for
+                a step that hands work to the steps after it (tool calls to run and read)
+                only when all of them still fit.
+        """
+        needed = 0
+        if self.plan is not None:
+            counts = self.plan.counts(self.node)
+            needed = counts.finish if longest else counts.shortest_finish
         return self.run.budget.allows(state, steps=needed)
 
 
