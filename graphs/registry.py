@@ -13,10 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, plan_execute, react, reflexion, self_ask, tot
+from loopgraphs.graphs import cot, critic, plan_execute, react, reflexion, self_ask, tot
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
-from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
+from loopgraphs.graphs.critic import CriticGraph
+from loopgraphs.graphs.critic.state import CriticOptions
 from loopgraphs.graphs.plan_execute import PlanExecuteGraph
 from loopgraphs.graphs.plan_execute.state import PlanExecuteOptions
 from loopgraphs.graphs.react import ReActGraph
@@ -28,7 +29,7 @@ from loopgraphs.graphs.self_ask.state import SelfAskOptions
 from loopgraphs.graphs.tot import ToTGraph
 from loopgraphs.graphs.tot.state import ToTOptions
 from loopgraphs.nodes import LoopSpec
-from loopgraphs.nodes.settings import ToolLoopOptions, ToolsArg
+from loopgraphs.nodes.settings import ToolsArg
 from loopgraphs.state import CompiledLoop, ResponseT
 
 Factory = Callable[..., CompiledLoop]
@@ -63,13 +64,7 @@ BUILT_IN: tuple[Spec, ...] = (
     plan_execute.LOOP,
     reflexion.LOOP,
     self_ask.LOOP,
-    _Legacy(
-        "critic",
-        create_critic_graph,
-        "answers with checkable facts: draft, verify claims with tools, revise",
-        takes_tools=True,
-        budget_option="max_critique_rounds",
-    ),
+    critic.LOOP,
     tot.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
@@ -137,12 +132,6 @@ def get_spec(name: str) -> Spec:
 
 LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
-
-
-class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("critic", ...)``'s keywords: ``create_critic_graph``'s."""
-
-    max_critique_rounds: int
 
 
 Model = BaseChatModel | str | None

@@ -40,6 +40,7 @@ from loopgraphs.nodes.driver import LogicOf, in_parallel
 from loopgraphs.nodes.fan_out import FanOutState
 from loopgraphs.nodes.generate import (
     answer_message,
+    reask_for,
     reasked,
     shown_as,
     spent_together,
@@ -89,8 +90,8 @@ from loopgraphs.nodes.parsing.text import (
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
-from loopgraphs.nodes.structured import with_bounds
-from loopgraphs.nodes.tool_guard import fence_output, unfence
+from loopgraphs.nodes.structured import Level, with_bounds
+from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
 from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
@@ -130,6 +131,7 @@ __all__ = [
     "FanOutState",
     "InnerLoop",
     "InnerOutput",
+    "Level",
     "LogicOf",
     "LoopBuild",
     "LoopInput",
@@ -160,6 +162,7 @@ __all__ = [
     "as_written",
     "best_effort_answer",
     "bounded_thread",
+    "call_key",
     "call_tool",
     "closed_object",
     "closing_message",
@@ -184,6 +187,7 @@ __all__ = [
     "parse",
     "prompt_message",
     "read_action",
+    "reask_for",
     "reasked",
     "reflect",
     "repaired_answer",

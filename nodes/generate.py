@@ -23,6 +23,7 @@ __all__ = [
     "answer_message",
     "call_model",
     "node_caller",
+    "reask_for",
     "reasked",
     "short_again",
     "shown_as",
@@ -131,6 +132,25 @@ def user_system(settings: LoopSettings, state: Mapping[str, object]) -> SystemMe
     return user if isinstance(user, SystemMessage) else SystemMessage(user)
 
 
+def reask_for(reply: AIMessage) -> str | None:
+    """The re-ask a reply calls for, as ``generate`` asks once more: for a short answer
+    after a reply cut at the token cap (see ``cut_short``), for the answer after one that
+    says nothing (no text and no tool call).
+
+    Args:
+        reply: The model's reply.
+
+    Returns:
+        The re-ask's instruction (``prompts.SHORT_ANSWER`` or ``prompts.NO_ANSWER``), or
+        None for a reply the step can read.
+    """
+    if cut_short(reply):
+        return prompts.SHORT_ANSWER
+    if not content_text(reply.content).strip() and not reply.tool_calls:
+        return prompts.NO_ANSWER
+    return None
+
+
 def reasked(history: Sequence[AnyMessage], reask: str | None) -> list[AnyMessage]:
     """The messages of a request that ends with the loop's re-ask ``reask`` (none when it
     is empty): a user-role instruction for this request only, which no transcript keeps."""
@@ -173,11 +193,8 @@ def short_again(
         transcript (``reply``, and the new reply when one was made: the request for it is
         not kept) and the ``llm_calls``/``usage`` update of all the calls.
     """
-    if cut_short(reply):
-        again_asked = prompts.SHORT_ANSWER
-    elif not content_text(reply.content).strip() and not reply.tool_calls:
-        again_asked = prompts.NO_ANSWER
-    else:
+    again_asked = reask_for(reply)
+    if again_asked is None:
         return reply, [reply], spent.copy()
     request = reasked([*history, reply], again_asked)
     again, more = yield from call_model(ask.call(request, form))

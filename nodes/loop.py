@@ -439,10 +439,18 @@ class LoopBuild(Generic[OptionsT]):
             guarded=guarded,
         )
 
-    def tool_step(self, then: str | KitRouter, *, targets: Sequence[str] = ()) -> None:
+    def tool_step(
+        self,
+        then: str | KitRouter,
+        *,
+        targets: Sequence[str] = (),
+        after_review: str | None = None,
+    ) -> None:
         """Add the kit's tool step (``call_tool``: the calls of the last reply run through
         LangGraph's ``ToolNode`` inside the guard) and, when tool calls are reviewed, the
-        human review before it; after the tools the run goes to ``then``."""
+        human review before it; after the tools the run goes to ``then`` (a step's name,
+        or a router among ``targets``), and from the review to ``after_review`` when no
+        call is left to run (None: the run stops there)."""
         if not self.spec.takes_tools:
             raise ValueError(
                 f"loop {self.spec.name} takes no tools: declare it with takes_tools=True "
@@ -458,8 +466,10 @@ class LoopBuild(Generic[OptionsT]):
             route(self.graph, TOOL_STEP, router, leads_to)
         if self.settings.review:
             self.graph.add_node(REVIEW, review_node(self.settings))
-            self.plan.lead(REVIEW, [TOOL_STEP])
-            route(self.graph, REVIEW, reviewed_calls, [TOOL_STEP])
+            after = [TOOL_STEP] if after_review is None else [TOOL_STEP, after_review]
+            self.plan.lead(REVIEW, after)
+            reviewed = functools.partial(reviewed_calls, otherwise=after_review)
+            route(self.graph, REVIEW, reviewed, after)
 
     def route(self, source: str, then: str | KitRouter, targets: Sequence[str] = ()) -> None:
         """Lead from ``source`` (a node added with the graph's own ``add_node``, or a step
@@ -517,9 +527,11 @@ def tool_calls(state: Mapping[str, object], step: Step[Any]) -> str | list[Send]
     return pending_step(step.run, state)
 
 
-def reviewed_calls(state: Mapping[str, object]) -> list[Send]:
-    """After the review: one tool-step task per call the reviewer let through."""
-    return dispatch(pending_calls(cast("Sequence[Any]", state.get("messages") or [])))
+def reviewed_calls(state: Mapping[str, object], otherwise: str | None = None) -> str | list[Send]:
+    """After the review: one tool-step task per call the reviewer let through; when none
+    is left, ``otherwise`` (a step's name), or an empty list when it is None."""
+    calls = dispatch(pending_calls(cast("Sequence[Any]", state.get("messages") or [])))
+    return calls or otherwise or []
 
 
 __all__ = [

@@ -33,13 +33,15 @@ from loopgraphs.nodes import (
     parse,
     prompt_message,
     read_action,
+    reask_for,
     reflect,
     score_branches,
     tool_calls,
 )
 from loopgraphs.nodes.driver import run_sync
 from loopgraphs.nodes.plan import count_steps
-from tests.support.fakes import ScriptedChatModel, calls, tool_call
+from loopgraphs.prompts import NO_ANSWER, SHORT_ANSWER
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 
 QUESTION = {"messages": [HumanMessage("What is 6 * 7?")]}
 
@@ -238,6 +240,15 @@ def test_steps_are_counted_on_the_wiring_with_each_hook_node():
     assert counts["prepare"].shortest_finish == 4
 
 
+def test_a_running_steps_own_after_hooks_count_in_its_finish():
+    wiring = {"prepare": ["turn"], "turn": ["tools", "finish"], "tools": ["turn"], "finish": [END]}
+    counts = count_steps(wiring, {"turn": 3}, {"turn": 1})
+    assert counts["turn"].round == 4  # its hooks come round with it
+    assert (counts["turn"].finish, counts["turn"].shortest_finish) == (2, 2)
+    assert counts["turn"].another_round == 6
+    assert counts["prepare"].shortest_finish == 4  # the turn's hooks in its weight
+
+
 def test_a_plain_function_step_and_a_literal_router():
     def count(state: EchoState, step: Step[EchoOptions]) -> EchoState:
         return {"said": [*state.get("said", []), "x"]}
@@ -276,6 +287,14 @@ def test_generate_asks_once_more_after_a_cut_reply_and_keeps_both_replies():
     assert isinstance(asked_again, HumanMessage) and "short" in asked_again.content.lower()
 
 
+def test_reask_for_names_the_reask_generate_sends():
+    cut = AIMessage("The answer is", response_metadata={"finish_reason": "length"})
+    assert reask_for(cut) == SHORT_ANSWER
+    assert reask_for(AIMessage("")) == NO_ANSWER
+    assert reask_for(calls(tool_call("multiply", {"a": 6, "b": 7}))) is None
+    assert reask_for(AIMessage("42")) is None
+
+
 def test_an_internal_turn_is_kept_out_of_the_thread():
     model = scripted("a plan")
     turn = run_sync(generate(kit_step(model), QUESTION, QUESTION["messages"], purpose="plan"), {})
@@ -298,6 +317,21 @@ def test_parse_reads_a_schema_through_the_ladder():
     model = scripted('{"score": 7, "reason": "close"}')
     parsed = run_sync(parse(kit_step(model), QUESTION, QUESTION["messages"], schema=Value), {})
     assert parsed.value == Value(score=7, reason="close") and parsed.ok
+
+
+def test_parse_returns_the_providers_refusal_of_every_level_when_asked_to():
+    refusal = ProviderError(400, "this model does not support tools")
+    asked = QUESTION["messages"]
+    kept = parse(
+        kit_step(scripted(refusal)), QUESTION, asked, schema=Value, levels=["native"], max_calls=1
+    )
+    with pytest.raises(ProviderError):
+        run_sync(kept, {})
+    step = kit_step(scripted(refusal))
+    returned = parse(step, QUESTION, asked, schema=Value, levels=["native"], raise_refused=False)
+    parsed = run_sync(returned, {})
+    assert (parsed.value, parsed.level, parsed.refused) == (None, "refused", ["native"])
+    assert parsed.spent["llm_calls"] == 1 and not parsed.replies
 
 
 def test_evaluate_gives_a_verdict_or_a_value_and_reflect_a_lesson():

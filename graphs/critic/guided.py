@@ -1,13 +1,13 @@
 """CRITIC guided for a small local model in json mode.
 
-On a guided run (see ``loopgraphs.nodes.grounding.guides``) the first critique must name
+On a guided run (see ``loopgraphs.nodes.guides``) the first critique must name
 a claim for a tool, as ReAct must call a tool first there. In json mode the critique and
 the revision are decoded under grounded schemas: a claim and its tool input are written
 from the words of the question and the draft, the tool is one of the run's tools, and
 the revision from the words of the question, the draft, the evidence that bears on each
 claim and a few verdict words. The evidence shown for a claim is the tool result's
 sentences that share the most words with it. The steps that use these are in
-``loopgraphs.graphs.critic_steps``.
+``loopgraphs.graphs.critic.steps``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic.json_schema import JsonDict, JsonValue
 
-from loopgraphs.nodes.grounding import closed_object, grounded_string, takes_one_input, words_of
+from loopgraphs.nodes import closed_object, grounded_string, takes_one_input, words_of
 from loopgraphs.nodes.parsing.critic import CheckedClaim
 from loopgraphs.nodes.parsing.self_ask import open_json_field, relevant_sentences
 from loopgraphs.toolkits.registry import ToolRegistry

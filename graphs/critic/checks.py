@@ -1,7 +1,7 @@
 """CRITIC's checks: the forms a critique is asked in, how its claims become a round's
 tool calls, and how the results of those calls are read back and shown.
 
-The steps that use them are in ``loopgraphs.graphs.critic_steps``.
+The steps that use them are in ``loopgraphs.graphs.critic.steps``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,17 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from pydantic import BaseModel, Field
 
 from loopgraphs import prompts
-from loopgraphs.graphs.critic_state import CriticState, PendingClaim
-from loopgraphs.nodes.model_turn import coerce_args
+from loopgraphs.graphs.critic.state import CriticState, PendingClaim
+from loopgraphs.nodes import (
+    Level,
+    Parsed,
+    call_key,
+    coerce_args,
+    content_text,
+    fence_output,
+    scratch_of,
+    unfence,
+)
 from loopgraphs.nodes.parsing.critic import (
     MAX_CLAIMS,
     CheckedClaim,
@@ -26,10 +35,6 @@ from loopgraphs.nodes.parsing.critic import (
     make_claim,
     parse_critique,
 )
-from loopgraphs.nodes.parsing.text import content_text
-from loopgraphs.nodes.structured import Level, StructuredResult
-from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
-from loopgraphs.state import scratch_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -110,8 +115,8 @@ def critique_of(data: Mapping[str, Any] | None, text: str) -> Critique:
     return parse_critique(text)
 
 
-def reported_critique(result: StructuredResult) -> Critique:
-    """The critique a structured call read: its value, else the text of its reply (the
+def reported_critique(result: Parsed[Any]) -> Critique:
+    """The critique a structured request read: its value, else the text of its reply (the
     arguments of the reply's tool call when it wrote no text)."""
     reply = result.replies[0] if result.replies else None
     text = content_text(reply.content) if reply is not None else ""
@@ -128,7 +133,7 @@ def input_text(value: ToolInput) -> str:
 
 def results_text(claims: Sequence[CheckedClaim], fence: str, limit: int) -> str:
     """Checked claims as a request shows them: numbered, each with its check and its
-    result fenced (see ``loopgraphs.nodes.tool_guard.fence_output``).
+    result fenced (see ``loopgraphs.nodes.fence_output``).
 
     Args:
         claims: The checked claims.
