@@ -73,8 +73,8 @@ def tool_jump_refused(middleware: Middleware, hook: str, loop: str) -> ValueErro
     """The error for a hook that may jump to 'tools' in a loop without a tool step."""
     return ValueError(
         f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but {loop} "
-        "has no tool step; use it with a loop that calls tools (react, plan_execute, "
-        "reflexion, self_ask, critic) or drop 'tools' from can_jump_to"
+        "has no tool step; use it with a loop that runs its tool calls itself (one whose "
+        "graph has the call_tool step) or drop 'tools' from can_jump_to"
     )
 
 

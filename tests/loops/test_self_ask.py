@@ -705,8 +705,12 @@ def test_guided_run_that_never_stops_asking_ends_at_the_budget(small_model, mode
     out = graph.invoke(QUESTION)
     assert out["status"] == "max_iterations"
     assert out["llm_calls"] == model.call_count == 4 + 1  # the budget, then the answer
-    assert out["answer"]
-    if mode != "native":
+    if mode == "native":
+        # The run's best effort is the last search result, which the model never read:
+        # a tool result copied whole is no answer.
+        assert out["answer"] == "" and "only copied a tool result" in out["error"]
+    else:
+        assert out["answer"]
         # ask, read, ask, read; the last result is read by the final turn
         assert len(search.queries) == 2 and not out["answer"].startswith("Question number")
 

@@ -216,4 +216,5 @@ def test_the_budget_leaves_room_for_the_hooks_and_the_review():
     reviewed = step_for("text", interrupt_before_tools=True)
     assert [fits(may_answer, step) for step in (plain, hooked, reviewed)] == [2, 5, 2]
     assert [fits(may_call_tools, step) for step in (plain, hooked, reviewed)] == [3, 6, 4]
-    assert [fits(can_continue, step) for step in (plain, hooked, reviewed)] == [5, 9, 7]
+    # With hooks, another turn also leaves room for the hooks after the turn's answer.
+    assert [fits(can_continue, step) for step in (plain, hooked, reviewed)] == [5, 10, 7]

@@ -115,7 +115,7 @@ def test_keywords_are_checked_against_their_option():
         spec.create(scripted(), rounds=9)
     with pytest.raises(TypeError, match="rounds must be an int; got '2'"):
         spec.create(scripted(), rounds="2")
-    with pytest.raises(TypeError, match="style must be one of 'short', 'long'; got 'tiny'"):
+    with pytest.raises(ValueError, match="style must be one of 'short', 'long'; got 'tiny'"):
         spec.create(scripted(), style="tiny")
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'round'.*accepted: rounds"):
         spec.create(scripted(), round=3)
