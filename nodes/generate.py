@@ -82,7 +82,10 @@ def answer_message(reply: AIMessage, answer: str) -> AIMessage:
     """The reply as a chat view shows it: its text is the run's ``answer``, and the text
     the model wrote (a JSON action, reasoning before ``FINAL ANSWER:``) is kept in
     ``additional_kwargs[RAW_REPLY]`` when it differs. The id stays, so the stored reply is
-    replaced, not repeated."""
+    replaced, not repeated. With no answer, the reply is kept as the chat was shown it
+    (see ``without_answer``): never emptied."""
+    if not answer.strip():
+        return without_answer(reply)
     if content_text(reply.content) == answer and not reply.tool_calls:
         return reply
     return shown_as(reply, answer)
