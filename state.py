@@ -308,9 +308,14 @@ def add_totals(state: Mapping[str, object], update: dict[str, object]) -> dict[s
     return update
 
 
+FENCE_TAIL = 3
+"""The last messages of a run's input the fence marker is made from (see ``new_fence``)."""
+
+
 def new_fence(messages: Sequence[object] = ()) -> str:
     """The marker of one run's tool output fences: 12 hex digits of a hash of the
-    conversation the run starts from.
+    conversation the run starts from (its length and its last ``FENCE_TAIL`` messages:
+    a run on a long thread hashes no more than one on a new thread).
 
     The same input gives the same marker and so the same prompts: a random marker made
     every prompt of a run differ from the last run's, and a model at temperature 0 answer
@@ -322,8 +327,8 @@ def new_fence(messages: Sequence[object] = ()) -> str:
         messages: The run's messages when it starts (their type, content and tool calls
             count; their ids, which LangGraph draws at random, do not).
     """
-    digest = hashlib.sha256()
-    for message in messages:
+    digest = hashlib.sha256(str(len(messages)).encode())
+    for message in messages[-FENCE_TAIL:]:
         seen = (
             getattr(message, "type", type(message).__name__),
             getattr(message, "content", message),

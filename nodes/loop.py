@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable
+from langgraph.graph import START
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
-from loopgraphs.nodes.driver import add_step
+from loopgraphs.nodes.driver import Begin, add_step, keeps_totals
 from loopgraphs.nodes.fan_out import Tasks, add_fan_out, spreading
 from loopgraphs.nodes.kit_routing import (
     KitRouter,
@@ -49,7 +50,7 @@ from loopgraphs.nodes.kit_routing import (
 from loopgraphs.nodes.options import OwnOption, own_options, resolved, signature_of
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, add_routed_step, route
-from loopgraphs.nodes.run_start import add_start
+from loopgraphs.nodes.run_start import add_start, starter
 from loopgraphs.nodes.settings import (
     LoopOptions,
     LoopSettings,
@@ -316,6 +317,10 @@ class LoopBuild(Generic[OptionsT]):
         )
         self.plan = GraphPlan()
         self._start: Callable[[], None] | None = None
+        # The steps added with ``step`` (a start can be made in one), and the start a
+        # step makes (filled when the graph is compiled, see ``add_start``).
+        self._steps: set[str] = set()
+        self._begins: dict[str, Begin] = {}
         self._fan_outs: dict[str, Tasks] = {}
 
     @property
@@ -331,11 +336,15 @@ class LoopBuild(Generic[OptionsT]):
         targets: Sequence[str] = (),
         scratch: Mapping[str, object] | None = None,
     ) -> None:
-        """Add the run's first node, ``prepare``: it checks the input, resets the counters
-        and the bookkeeping, records the tool mode, writes the loop's ``opening(state,
-        step)`` and leads to ``then`` (a step's name, or a router among ``targets``).
-        A run whose graph has too few supersteps left to reach the end ends at once
-        (``status="max_iterations"``)."""
+        """Start every run: check the input, reset the counters and the bookkeeping,
+        record the tool mode, write the loop's ``opening(state, step)`` and lead to
+        ``then`` (a step's name, or a router among ``targets``). A run whose graph has too
+        few supersteps left to reach the end ends at once (``status="max_iterations"``).
+
+        When ``then`` is a step the build adds with ``step``, no middleware hook runs before
+        it and the state keeps running totals (``TotalsState``: the step writes them
+        plainly), that step starts a new run itself, in the superstep it runs in; else the
+        start is a node of its own, ``prepare``, which leads to ``then``."""
 
         def opened(state: CommonState, step: Step[Any]) -> Mapping[str, object]:
             update = dict(opening(state, step)) if opening is not None else {}
@@ -344,19 +353,34 @@ class LoopBuild(Generic[OptionsT]):
             return update
 
         router, leads_to = self._router(then, targets, "prepare")
-        self.plan.lead("prepare", leads_to)
-        # Added when the graph is compiled: its way on enters the first step through the
-        # step's hook nodes, which exist once the step is added.
-        self._start = functools.partial(
-            add_start,
-            self.graph,
-            self.settings,
-            opened,
-            while_running(router),
-            leads_to,
-            scratch=scratch,
-            plan=self.plan,
-        )
+        inline = isinstance(then, str) and not targets and keeps_totals(self.graph)
+        inline = inline and getattr(self.graph, "wiring", None) is None
+        if not inline:
+            self.plan.lead("prepare", leads_to)
+
+        # Made when the graph is compiled: the first step's node is added by then, and the
+        # way on from ``prepare`` enters it through the step's hook nodes.
+        def made() -> None:
+            if inline and then in self._steps:
+                first = str(then)
+                self._begins[first] = starter(
+                    self.graph, self.settings, opened, scratch=scratch, plan=self.plan, node=first
+                )
+                self.graph.add_edge(START, first)
+                return
+            if inline:
+                self.plan.lead("prepare", leads_to)
+            add_start(
+                self.graph,
+                self.settings,
+                opened,
+                while_running(router),
+                leads_to,
+                scratch=scratch,
+                plan=self.plan,
+            )
+
+        self._start = made
 
     def step(
         self,
@@ -399,6 +423,7 @@ class LoopBuild(Generic[OptionsT]):
         if name in (TOOL_STEP, REVIEW, "prepare"):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
         driven = as_logic(logic)
+        self._steps.add(name)
         if model:
             middleware = self.settings.middleware
             before = len(middleware.with_hook("before_model"))
@@ -419,6 +444,7 @@ class LoopBuild(Generic[OptionsT]):
                 settles_answer=settles_answer,
                 subgraph=subgraph,
                 guarded=guarded,
+                begins=self._begins,
             )
             return
         extra = [REVIEW, TOOL_STEP] if calls_tools and self.settings.review else []
@@ -437,6 +463,7 @@ class LoopBuild(Generic[OptionsT]):
             settles_answer=settles_answer,
             subgraph=subgraph,
             guarded=guarded,
+            begins=self._begins,
         )
 
     def tool_step(

@@ -87,7 +87,7 @@ def test_updates_mode_shows_each_node(name):
         "cot": (["prepare", "generate", "parse"], 1),
         "critic": (["prepare", "generate"], 1),  # no tools: no claim to check, the draft stands
         "plan_execute": (["prepare", "plan", "execute", "synthesize"], 4),
-        "react": (["prepare", "generate"], 1),
+        "react": (["generate"], 1),  # its first step starts the run
         "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
         "self_ask": (["prepare", "generate"], 1),
         "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers

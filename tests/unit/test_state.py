@@ -150,8 +150,18 @@ def test_a_fence_marker_depends_on_each_messages_type_content_and_calls():
 
 def test_a_fence_marker_is_the_same_in_every_process():
     # The marker is part of every prompt: the same conversation gives the same prompts.
-    assert new_fence([]) == "e3b0c44298fc"
-    assert new_fence([HumanMessage("What is 2 + 2?")]) == "7b57ea6b839e"
+    assert new_fence([]) == "5feceb66ffc8"
+    assert new_fence([HumanMessage("What is 2 + 2?")]) == "ddc93fa0b4bf"
+
+
+def test_a_fence_marker_reads_the_length_and_the_last_messages_only():
+    """A long thread costs its run's start no more than a new one: the marker is made
+    from the conversation's length and its last messages."""
+    earlier = [HumanMessage(f"turn {i}") for i in range(50)]
+    tail = [HumanMessage("q"), AIMessage("a"), HumanMessage("again?")]
+    assert new_fence([*earlier, *tail]) == new_fence([*reversed(earlier), *tail])
+    assert new_fence([*earlier, *tail]) != new_fence([*earlier[1:], *tail])
+    assert new_fence([*earlier, *tail]) != new_fence([*earlier, *tail[:-1], HumanMessage("x")])
 
 
 def test_a_fence_marker_reads_plain_values_and_broken_text():
