@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langgraph.types import interrupt
 
 from loopgraphs import prompts
@@ -64,6 +64,7 @@ from loopgraphs.nodes import (
     generate,
     most_calls,
     parse,
+    prompt_message,
     request_of,
     tool_work,
 )
@@ -197,7 +198,10 @@ class Execution:
         iterations = self.step_iterations(state, step)
         if not iterations:
             return {}
-        asked = [*earlier_turns(state, step.run), HumanMessage(step_prompt(state, step.run))]
+        asked = [
+            *earlier_turns(state, step.run),
+            prompt_message(state, step_prompt(state, step.run)),
+        ]
         out, spent = yield from self.react.run(step, state, asked, iterations)
         return executed(state, out, spent, step.run.agent_name)
 
@@ -275,12 +279,13 @@ def revise(state: PlanExecuteState, step: PlanExecuteStep) -> LogicOf[PlanExecut
     room = step.options["max_steps"] - index
     prompt = [
         *earlier_turns(state, run),
-        HumanMessage(
+        prompt_message(
+            state,
             prompts.REPLAN_USER.format(
                 request=request_of(state),
                 results=results_text(state.get("step_results") or [], results_room(run.chat_model)),
                 remaining=numbered(steps[index:]),
-            )
+            ),
         ),
     ]
     result = yield from parse(
@@ -314,10 +319,11 @@ def synthesize(state: PlanExecuteState, step: PlanExecuteStep) -> LogicOf[PlanEx
     trace = results_text(results, results_room(run.chat_model))
     request = [
         *earlier_turns(state, run),
-        HumanMessage(
+        prompt_message(
+            state,
             prompts.SYNTHESIZE_USER.format(
                 question=request_of(state), trace=trace, draft=fallback[:RESULT_CHARS]
-            )
+            ),
         ),
     ]
     turn = yield from generate(step, state, request, instructions=prompts.SYNTHESIZE_SYSTEM)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
 from loopgraphs import prompts
 from loopgraphs.graphs.tot.state import ToTState, ToTStep
@@ -21,6 +21,7 @@ from loopgraphs.nodes import (
     cut_short,
     earlier_turns,
     generate,
+    prompt_message,
     request_of,
     samples,
 )
@@ -108,7 +109,7 @@ def sample_thoughts(
 
     def attempt(k: int) -> list[BaseMessage]:
         text = prompts.TOT_SAMPLE.format(problem=problem, path=shown, k=k, n=count)
-        return [*history, HumanMessage(text)]
+        return [*history, prompt_message(state, text)]
 
     capped: Mapping[str, object] = {"max_tokens": THOUGHT_TOKENS, "stop": [THOUGHT_END]}
     replies, spent = yield from samples(
@@ -126,7 +127,7 @@ def sample_thoughts(
 
 def asked(state: ToTState, step: ToTStep, text: str) -> list[BaseMessage]:
     """A request of the search: the conversation's earlier turns, then the prompt."""
-    return [*earlier_turns(state, step.run), HumanMessage(text)]
+    return [*earlier_turns(state, step.run), prompt_message(state, text)]
 
 
 __all__ = [
