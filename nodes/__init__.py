@@ -92,7 +92,7 @@ from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions
 from loopgraphs.nodes.step import Step
 from loopgraphs.nodes.structured import Level, with_bounds
 from loopgraphs.nodes.tool_guard import call_key, fence_output, unfence
-from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE
+from loopgraphs.nodes.tool_modes import EXAMPLE_FENCE, observed
 from loopgraphs.nodes.tool_step import call_tool
 from loopgraphs.nodes.tool_turns import (
     Reading,
@@ -116,6 +116,7 @@ from loopgraphs.state import (
     request_of,
     scratch_of,
 )
+from loopgraphs.text import with_media
 
 __all__ = [
     "END",
@@ -184,6 +185,7 @@ __all__ = [
     "most_calls",
     "must_call",
     "new_words",
+    "observed",
     "parse",
     "prompt_message",
     "read_action",
@@ -204,6 +206,7 @@ __all__ = [
     "unfence",
     "unusable",
     "with_bounds",
+    "with_media",
     "without_answer",
     "without_tool_calls",
     "words_of",

@@ -38,7 +38,7 @@ from loopgraphs.nodes.model_turn import model_turn
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.step import Step, check_step
 from loopgraphs.state import ModelSpend, conversation_of
-from loopgraphs.text import media_blocks
+from loopgraphs.text import media_blocks, with_media
 
 
 @dataclass(frozen=True)
@@ -232,10 +232,7 @@ def prompt_message(state: Mapping[str, object], text: str) -> HumanMessage:
     ``loopgraphs.state.conversation_of``); its non-text content blocks are passed as
     they are, never re-rendered.
     """
-    media = media_blocks(conversation_of(state))
-    if not media:
-        return HumanMessage(text)
-    return HumanMessage([{"type": "text", "text": text}, *media])
+    return with_media(text, media_blocks(conversation_of(state)))
 
 
 __all__ = ["Turn", "act", "generate", "prompt_message", "samples"]

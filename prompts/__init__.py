@@ -80,6 +80,7 @@ from loopgraphs.prompts.self_ask import (
     SELF_ASK_TOOLS,
 )
 from loopgraphs.prompts.shared import (
+    ATTACHED,
     CHAT_SYSTEM,
     FENCE_NOTE,
     NO_ANSWER_SHOWN,
@@ -102,6 +103,7 @@ from loopgraphs.prompts.tot import (
 )
 
 __all__ = [
+    "ATTACHED",
     "CHAT_SYSTEM",
     "COT_SYSTEM",
     "CRITIQUE_CHECK_LINE",

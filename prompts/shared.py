@@ -19,6 +19,10 @@ NO_ANSWER_SHOWN = (
 
 NO_TOOL_RESULT = "Error: the tool returned no result."
 
+ATTACHED = "[attached: {kinds}]"
+"""A tool result's or a check's text when the tool returned only media (an image, a
+file): the media follow in the same message."""
+
 REFORMAT_JSON = (
     "Your previous reply could not be parsed as the required JSON. Reply again with only "
     "one valid JSON object matching this schema, no other text:\n{schema}"

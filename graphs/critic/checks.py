@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
@@ -23,6 +23,7 @@ from loopgraphs.nodes import (
     coerce_args,
     content_text,
     fence_output,
+    observed,
     scratch_of,
     unfence,
 )
@@ -35,6 +36,7 @@ from loopgraphs.nodes.parsing.critic import (
     make_claim,
     parse_critique,
 )
+from loopgraphs.text import media_of
 from loopgraphs.toolkits.registry import ToolRegistry
 
 
@@ -203,6 +205,20 @@ def round_checks(
     return calls, pending
 
 
+def checks_media(state: CriticState, ids: Collection[str] | None = None) -> list[dict[str, object]]:
+    """The images and files the run's checks returned (those answering ``ids`` only,
+    when given), in order, as the tools returned them: a request showing the checks'
+    results sends them after its text."""
+    messages: Sequence[AnyMessage] = state.get("messages") or []
+    start = scratch_of(state).get("transcript_start") or 0
+    return [
+        block
+        for message in messages[start:]
+        if isinstance(message, ToolMessage) and (ids is None or message.tool_call_id in ids)
+        for block in media_of(message.content)
+    ]
+
+
 def checked_claims(state: CriticState, fence: str) -> list[CheckedClaim]:
     """The round's claims with the observations of their checks: each read from the
     ``ToolMessage`` answering its call (a call a reviewer edited is recorded as it ran; a
@@ -231,9 +247,7 @@ def checked_claims(state: CriticState, fence: str) -> list[CheckedClaim]:
         if call is not None and (call["name"], call["args"]) != (tool, item["args"]):
             tool, tool_input = call["name"], call["args"]
         result = results.get(item["id"])
-        observation = (
-            unfence(content_text(result.content), fence) if result else prompts.NO_TOOL_RESULT
-        )
+        observation = unfence(observed([result])[0], fence) if result else prompts.NO_TOOL_RESULT
         checked.append(
             CheckedClaim(
                 claim=item["claim"],

@@ -23,6 +23,7 @@ from loopgraphs.graphs.critic.checks import (
     CritiqueReport,
     RequiredCritique,
     checked_claims,
+    checks_media,
     checks_text,
     critique_levels,
     critique_of,
@@ -63,6 +64,7 @@ from loopgraphs.nodes import (
     tool_calls,
     tool_for,
     unusable,
+    with_media,
     words_of,
 )
 from loopgraphs.nodes.parsing.critic import Critique, parse_critique
@@ -155,7 +157,8 @@ def critique_request(state: CriticState, run: LoopSettings) -> CritiqueRequest:
         results = results_text(shown, fence, run.max_tool_output_chars)
         found = prompts.CRITIQUE_EVIDENCE.format(results=results) if earlier else ""
         text = prompts.CRITIQUE_REQUEST.format(draft=draft, evidence=found)
-    return CritiqueRequest(HumanMessage(text), required, choice, tool, guided)
+    media = checks_media(state) if earlier and not required else []
+    return CritiqueRequest(with_media(text, media), required, choice, tool, guided)
 
 
 def critique(state: CriticState, step: CriticStep) -> LogicOf[CriticState]:
@@ -314,6 +317,7 @@ def revise(state: CriticState, step: CriticStep) -> LogicOf[CriticState]:
     """
     fence = scratch_of(state).get("fence", "")
     checked = checked_claims(state, fence)
+    media = checks_media(state, {item["id"] for item in state.get("pending") or []})
     claims: CriticState = {"claims": [*state.get("claims", []), *checked], "pending": []}
     if scratch_of(state).get("tool_ended"):  # a check's tool ended the run
         return {**claims, "status": "completed"}
@@ -324,7 +328,7 @@ def revise(state: CriticState, step: CriticStep) -> LogicOf[CriticState]:
     results = results_text(checked, fence, run.max_tool_output_chars)
     system = prompts.REVISE_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
     earlier = state.get("draft", "")
-    request = HumanMessage(prompts.REVISE_REQUEST.format(draft=earlier, results=results))
+    request = with_media(prompts.REVISE_REQUEST.format(draft=earlier, results=results), media)
     history = [*conversation(state, run), request]
     if guided:  # a JSON revision: the chat shows the draft read from it
         schema = revision_schema(request_of(state), earlier, checked)

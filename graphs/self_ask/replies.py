@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 
 from loopgraphs import prompts
 from loopgraphs.graphs.self_ask.guided import asked_before, guided_fallback
@@ -22,8 +22,10 @@ from loopgraphs.nodes import (
     best_effort_answer,
     content_text,
     cut_short,
+    observed,
     scratch_of,
     unfence,
+    with_media,
 )
 from loopgraphs.nodes.parsing.self_ask import SelfAskTurn
 from loopgraphs.toolkits.registry import ToolRegistry
@@ -72,22 +74,22 @@ def self_ask_view(messages: Sequence[AnyMessage]) -> list[BaseMessage]:
     the model wrote, without its tool calls, and the results answering it as one
     ``Intermediate answer:`` user message."""
     view: list[BaseMessage] = []
-    results: list[str] = []
+    results: list[ToolMessage] = []
     for message in as_written(messages):
         if isinstance(message, ToolMessage):
-            results.append(content_text(message.content))
+            results.append(message)
             continue
         if results:
-            text = "\n\n".join(results)
-            view.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
+            text, media = observed(results)
+            view.append(with_media(prompts.SELF_ASK_INTERMEDIATE.format(content=text), media))
             results = []
         if isinstance(message, AIMessage) and message.tool_calls:
             view.append(AIMessage(content=message.content))
         else:
             view.append(message)
     if results:
-        text = "\n\n".join(results)
-        view.append(HumanMessage(prompts.SELF_ASK_INTERMEDIATE.format(content=text)))
+        text, media = observed(results)
+        view.append(with_media(prompts.SELF_ASK_INTERMEDIATE.format(content=text), media))
     return view
 
 

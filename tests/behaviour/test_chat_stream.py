@@ -6,9 +6,10 @@ agent-chat-ui) and then the thread. In every loop and tool mode, plain and with
 
 - every message id that streams is a message of the final thread (no bubble vanishes);
 - nothing that streams in json mode is the model's raw JSON;
-- the answer streams as tokens where the model writes it as a chat turn, and arrives
-  whole, as one message, where its reply is JSON (ReAct's and Reflexion's json mode) or
-  comes out of internal calls (CoT's self-consistency vote, a ToT proposal);
+- the answer streams as tokens where the model writes it as a chat turn (in json mode,
+  ReAct's and Reflexion's, read out of the JSON as it is written), and arrives whole, as
+  one message, where it comes out of internal calls (CoT's self-consistency vote, a ToT
+  proposal);
 - internal calls (plans, verdicts, critiques, proposals, scores, json turns) never stream
   as messages, and carry the ``nostream`` and ``loopgraphs:internal`` tags and their
   purpose in their metadata;

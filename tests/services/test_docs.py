@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -102,11 +103,18 @@ def setup_self_refine(namespace: dict[str, Any]) -> None:
     namespace["model"] = capable(["323", '{"satisfactory": true, "feedback": ""}'])
 
 
+def setup_json_answer(namespace: dict[str, Any]) -> None:
+    """A json-mode model that answers at once: its reply is ReAct's JSON action."""
+    action = {"thought": "I know it.", "action": "Final Answer", "action_input": "It is 42."}
+    namespace["model"] = ScriptedChatModel(replies=[json.dumps(action)], repeat_last=True)
+
+
 SETUPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "quickstart": setup_quickstart,
     "approval": setup_approval,
     "evaluation": setup_evaluation,
     "self_refine": setup_self_refine,
+    "json_answer": setup_json_answer,
 }
 
 

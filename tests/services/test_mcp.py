@@ -324,33 +324,13 @@ async def test_an_image_result_reaches_the_tool_message(http, loop, mode):
     assert model.call_count == len(model.replies)
 
 
-CRITIC_DROPS_IMAGES = pytest.mark.xfail(
-    strict=True,
-    reason="CRITIC's revision request writes each check's result as text "
-    "('Result:' with an empty fence for an image): the image block of the tool's "
-    "ToolMessage reaches no model request",
-)
-
-
-@pytest.mark.parametrize(
-    "loop",
-    [
-        pytest.param(loop, marks=CRITIC_DROPS_IMAGES) if loop == "critic" else loop
-        for loop in registry.TOOL_LOOPS
-    ],
-)
+@pytest.mark.parametrize("loop", registry.TOOL_LOOPS)
 async def test_in_native_mode_an_image_result_reaches_the_next_request_as_an_image(http, loop):
     _, _, watch = await run_script(http, loop, "native", "draw_square", {"colour": "red"})
 
     assert RED_SQUARE in images_in(watch.next_request())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="json and text modes turn a tool result into an observation of its text "
-    "alone: an image result becomes an empty 'Observation: ' (Self-Ask: 'Intermediate "
-    "answer: '; CRITIC: an empty fence) and the model is sent no image and no word of it",
-)
 @pytest.mark.parametrize("mode", ["json", "text"])
 @pytest.mark.parametrize("loop", registry.TOOL_LOOPS)
 async def test_in_json_and_text_modes_an_image_result_reaches_the_next_request(http, loop, mode):
