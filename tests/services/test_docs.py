@@ -109,12 +109,23 @@ def setup_json_answer(namespace: dict[str, Any]) -> None:
     namespace["model"] = ScriptedChatModel(replies=[json.dumps(action)], repeat_last=True)
 
 
+def setup_progress(namespace: dict[str, Any]) -> None:
+    """Plan-and-Execute's model plans one step, which calls ``lookup``, then answers."""
+    from tests.support.loop_scripts import tool_then_answer
+
+    replies = tool_then_answer(
+        "plan_execute", "native", "lookup", {"topic": "plums"}, "in the basket"
+    )
+    namespace["model"] = capable(replies)
+
+
 SETUPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "quickstart": setup_quickstart,
     "approval": setup_approval,
     "evaluation": setup_evaluation,
     "self_refine": setup_self_refine,
     "json_answer": setup_json_answer,
+    "progress": setup_progress,
 }
 
 
