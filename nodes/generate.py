@@ -5,6 +5,7 @@ transcript)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
@@ -62,7 +63,18 @@ def results_view(fence: str, limit: int) -> MessageView:
 
 def fenced_result(message: ToolMessage, fence: str, limit: int) -> ToolMessage:
     """A tool result cut and fenced: its text, or each text block of its content (an
-    image or file block passes as it is)."""
+    image or file block passes as it is).
+
+    A thread's results are sent again in every later request, under the same fence (see
+    ``loopgraphs.state.new_fence``): the copy made for a stored result is kept (the
+    latest ``FENCED_KEPT``) and given again while the result is the same, so that a turn
+    late in a long thread does not copy every earlier result anew."""
+    key = (message.id, fence, limit) if message.id else None
+    if key is not None:
+        with _FENCED_LOCK:
+            kept = _FENCED.get(key)
+        if kept is not None and _same_result(kept[0], message):
+            return kept[1]
     content = message.content
     if isinstance(content, str):
         shown: str | list[str | dict[str, Any]] = fence_output(content, fence, limit)
@@ -75,7 +87,35 @@ def fenced_result(message: ToolMessage, fence: str, limit: int) -> ToolMessage:
             else block
             for block in content
         ]
-    return message.model_copy(update={"content": shown})
+    fenced = message.model_copy(update={"content": shown})
+    if key is not None:
+        with _FENCED_LOCK:
+            _FENCED[key] = (message, fenced)
+            if len(_FENCED) > FENCED_KEPT:
+                del _FENCED[next(iter(_FENCED))]
+    return fenced
+
+
+FENCED_KEPT = 2048
+"""How many fenced copies of tool results ``fenced_result`` keeps (the latest made)."""
+_FENCED: dict[tuple[str, str, int], tuple[ToolMessage, ToolMessage]] = {}
+_FENCED_LOCK = threading.Lock()
+
+
+def _same_result(kept: ToolMessage, message: ToolMessage) -> bool:
+    """Whether ``message`` is the result a copy was made of: the same object, or one read
+    back from a checkpoint with every field equal (its artifact the same object)."""
+    if kept is message:
+        return True
+    return (
+        kept.content == message.content
+        and kept.artifact is message.artifact
+        and kept.status == message.status
+        and kept.tool_call_id == message.tool_call_id
+        and kept.name == message.name
+        and kept.additional_kwargs == message.additional_kwargs
+        and kept.response_metadata == message.response_metadata
+    )
 
 
 def answer_message(reply: AIMessage, answer: str) -> AIMessage:

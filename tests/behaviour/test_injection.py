@@ -86,19 +86,19 @@ def test_fence_holds_when_truncation_cuts_the_output() -> None:
     assert f"[... truncated {total - 100} of {total} characters]" in inside
 
 
-def test_fence_ids_follow_the_input_of_the_run() -> None:
+def test_fence_ids_follow_the_first_message_of_the_thread() -> None:
     conversations = [[HumanMessage(f"question {i}")] for i in range(1000)]
     fences = {new_fence(messages) for messages in conversations}
     assert len(fences) == 1000
     assert all(re.fullmatch(r"[0-9a-f]{12}", fence) for fence in fences)
-    # The same input (whatever ids LangGraph gave its messages) gives the same prompts.
+    # The same thread (whatever ids LangGraph gave its messages) gives the same prompts,
+    # and every later turn of it fences with the marker of its first.
     asked = [HumanMessage("2*3?", id="a"), AIMessage("6", id="b"), HumanMessage("4*5?", id="c")]
     again = [m.model_copy(update={"id": f"other-{i}"}) for i, m in enumerate(asked)]
-    assert new_fence(asked) == new_fence(again)
-    assert new_fence(asked) != new_fence(asked[:1])
+    assert new_fence(asked) == new_fence(again) == new_fence(asked[:1])
     called = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}])
     other_call = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 2}, "id": "1"}])
-    assert new_fence([*asked, called]) != new_fence([*asked, other_call])
+    assert new_fence([called, *asked]) != new_fence([other_call, *asked])
 
 
 def fetch_tool(payload: str):

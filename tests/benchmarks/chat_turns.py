@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import build_loop
-from tests.benchmarks.common import lookup_tool, ratio_spread, scripted, spread
-from tests.support.fakes import calls, tool_call
+from tests.benchmarks.common import lookup_tool, scripted, spread
+from tests.support.loop_scripts import tool_then_answer
 
 WINDOWS: dict[str, tuple[int, int]] = {
     "1-5": (1, 5),
@@ -46,37 +46,21 @@ WINDOWS: dict[str, tuple[int, int]] = {
     "196-200": (196, 200),
 }
 GROWTH_LOOPS = ("react", "plan_execute", "reflexion", "self_ask", "critic")
-ANSWER = "So the final answer is: done.\nFINAL ANSWER: done"
+ANSWER = "done"
 
 
-def asked_schema(messages: Sequence[BaseMessage]) -> str:
-    """What a loop's structured request asks for, read from its words (the scripted model
-    sees no schema): a plan, a verdict, a critique, or nothing."""
-    text = " ".join(str(m.content) for m in messages[-2:]).lower()
-    if "numbered steps" in text or ("steps" in text and "plan" in text):
-        return "plan"
-    if "satisfactory" in text:
-        return "verdict"
-    if "claim" in text and "draft" in text:
-        return "critique"
-    return ""
+class Turns:
+    """A scripted model's replies for a thread: each turn, the loop's own script of one
+    call of ``lookup`` and an answer (``tests.support.loop_scripts``), over and over."""
 
+    def __init__(self, loop: str) -> None:
+        self.script = tool_then_answer(loop, "native", "lookup", {"key": "k"}, ANSWER)
+        self.calls = 0
 
-def turn_reply(messages: list[BaseMessage]) -> AIMessage:
-    """Each turn: call the tool once, then answer; a loop's structured requests get the
-    object that lets it finish (a one-step plan, a satisfied verdict, a verified draft)."""
-    wanted = asked_schema(messages)
-    if wanted == "plan":
-        return AIMessage(json.dumps({"steps": ["answer the question"]}))
-    if wanted == "verdict":
-        return AIMessage(json.dumps({"satisfactory": True, "feedback": ""}))
-    if wanted == "critique":
-        return AIMessage(json.dumps({"verified": True, "claims": []}))
-    last = messages[-1]
-    if isinstance(last, ToolMessage):
-        return AIMessage(ANSWER)
-    follow = "Are follow up questions needed here? Yes.\nFollow up: what is it?"
-    return calls(tool_call("lookup", {"key": f"k{len(messages)}"}), content=follow)
+    def __call__(self, messages: list[BaseMessage]) -> Any:
+        reply = self.script[self.calls % len(self.script)]
+        self.calls += 1
+        return reply
 
 
 Contender = Callable[[Any], Any]
@@ -86,10 +70,11 @@ def contenders(loop: str) -> dict[str, Contender]:
     """``create_agent`` and a loop, each built for a checkpointer."""
 
     def agent(checkpointer: Any) -> Any:
-        return create_agent(scripted(turn_reply), [lookup_tool()], checkpointer=checkpointer)
+        model = scripted(Turns("react"))
+        return create_agent(model, [lookup_tool()], checkpointer=checkpointer)
 
     def ours(checkpointer: Any) -> Any:
-        model = scripted(turn_reply)
+        model = scripted(Turns(loop))
         return build_loop(
             loop, model, [lookup_tool()], tool_mode="native", checkpointer=checkpointer
         )
@@ -97,33 +82,56 @@ def contenders(loop: str) -> dict[str, Contender]:
     return {"create_agent": agent, loop: ours}
 
 
-def new_checkpointer(kind: str, folder: Path, name: str) -> Any:
+def new_checkpointer(kind: str, mode: str, path: Path, loop: asyncio.AbstractEventLoop) -> Any:
+    """A checkpointer of ``kind`` for ``mode``: ``InMemorySaver``, or a SQLite file
+    (``SqliteSaver`` under ``invoke``, ``AsyncSqliteSaver`` on ``loop`` under ``ainvoke``)."""
     if kind == "memory":
         return InMemorySaver()
-    import sqlite3
+    if mode == "invoke":
+        from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
+        return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    connection = sqlite3.connect(folder / f"{name}.sqlite", check_same_thread=False)
-    return SqliteSaver(connection)
+    async def opened() -> AsyncSqliteSaver:  # the saver keeps the loop it is made on
+        return AsyncSqliteSaver(await aiosqlite.connect(path))
+
+    return loop.run_until_complete(opened())
+
+
+def last_step(
+    graph: Any, config: dict[str, Any], mode: str, loop: asyncio.AbstractEventLoop
+) -> int:
+    """The step of the thread's latest checkpoint (LangGraph numbers a thread's
+    checkpoints one by one, its turns included)."""
+    if mode == "invoke":
+        snapshot = graph.get_state(config)
+    else:
+        snapshot = loop.run_until_complete(graph.aget_state(config))
+    return int((snapshot.metadata or {}).get("step", -1))
 
 
 def thread_turns(
-    graphs: dict[str, Any], turns: int, mode: str
+    made: dict[str, Contender], turns: int, kind: str, mode: str, folder: Path
 ) -> dict[str, list[tuple[float, int]]]:
-    """Every contender's ``turns`` turns on a thread of its own, turn by turn side by side:
-    per turn, its CPU seconds and the checkpoints it wrote."""
+    """Every contender's ``turns`` turns on a thread of its own, turn by turn side by side
+    in a rotating order: per turn, its CPU seconds and the checkpoints it wrote."""
     loop = asyncio.new_event_loop()
-    costs: dict[str, list[tuple[float, int]]] = {name: [] for name in graphs}
-    names = list(graphs)
+    costs: dict[str, list[tuple[float, int]]] = {name: [] for name in made}
+    names = list(made)
     try:
+        graphs = {
+            name: build(new_checkpointer(kind, mode, folder / f"{name}.sqlite", loop))
+            for name, build in made.items()
+        }
         for index in range(turns):
             order = names[index % len(names) :] + names[: index % len(names)]
             for name in order:
                 graph = graphs[name]
                 config = {"configurable": {"thread_id": name}}
                 question = {"messages": [HumanMessage(f"Question {index}: look k{index} up.")]}
-                before = len(list(graph.checkpointer.list(config))) if index % 10 == 0 else -1
+                before = last_step(graph, config, mode, loop) if index else -2
                 gc.collect()
                 start = time.process_time()
                 if mode == "invoke":
@@ -131,12 +139,25 @@ def thread_turns(
                 else:
                     out = loop.run_until_complete(graph.ainvoke(question, config))
                 spent = time.process_time() - start
-                written = len(list(graph.checkpointer.list(config))) - before if before >= 0 else -1
-                assert not out.get("status") or out["status"] == "completed", out.get("error")
+                if out.get("status", "completed") != "completed":
+                    raise RuntimeError(f"{name}, turn {index + 1}: {out.get('error')}")
+                written = last_step(graph, config, mode, loop) - before
                 costs[name].append((spent, written))
+        for graph in graphs.values():
+            close(graph.checkpointer, loop)
     finally:
         loop.close()
     return costs
+
+
+def close(checkpointer: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """Close a SQLite checkpointer's connection."""
+    connection = getattr(checkpointer, "conn", None)
+    if connection is None:
+        return
+    result = connection.close()
+    if asyncio.iscoroutine(result):
+        loop.run_until_complete(result)
 
 
 def window(costs: list[tuple[float, int]], first: int, last: int) -> float:
@@ -152,58 +173,68 @@ def chat_turns(
     checkpointers: Sequence[str] = ("memory", "sqlite"),
     growth_loops: Sequence[str] = GROWTH_LOOPS,
 ) -> dict[str, Any]:
-    """The chat-turn section: ReAct against ``create_agent`` per window, mode and
-    checkpointer, and every chat loop's growth from its first turns to its last."""
-    results: dict[str, Any] = {"react": {}, "growth": {}, "checkpoints_per_turn": {}}
+    """The chat-turn section.
+
+    Args:
+        repeats: Threads per checkpointer and mode (the first one ``growth_turns`` long).
+        turns: The length of the other threads, and of the growth loops' threads.
+        growth_turns: The length of the first thread.
+        modes: ``invoke`` and/or ``ainvoke``.
+        checkpointers: ``memory`` and/or ``sqlite``.
+        growth_loops: The loops whose growth is measured (each against ``create_agent``).
+
+    Returns:
+        ``react``: per checkpointer and mode, per window, ReAct's CPU per turn over
+        ``create_agent``'s and both in milliseconds (median and spread over the repeats);
+        ``checkpoints_per_turn``: the checkpoints each contender wrote per turn;
+        ``growth``: per loop, its and ``create_agent``'s CPU per turn early and late in a
+        thread, and the late window over the early one.
+    """
+    results: dict[str, Any] = {"react": {}, "checkpoints_per_turn": {}, "growth": {}}
     with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
         for kind in checkpointers:
             for mode in modes:
-                ratios: dict[str, list[float]] = {name: [] for name in WINDOWS}
+                key = f"{kind}/{mode}"
+                ratios: dict[str, list[float]] = {}
                 cpu: dict[str, dict[str, list[float]]] = {"react": {}, "create_agent": {}}
                 for repeat in range(repeats):
-                    made = contenders("react")
-                    graphs = {
-                        name: build(
-                            new_checkpointer(kind, folder, f"{name}-{kind}-{mode}-{repeat}")
-                        )
-                        for name, build in made.items()
-                    }
+                    folder = Path(scratch) / f"{kind}-{mode}-{repeat}"
+                    folder.mkdir()
                     length = growth_turns if repeat == 0 else turns
-                    costs = thread_turns(graphs, length, mode)
+                    costs = thread_turns(contenders("react"), length, kind, mode, folder)
                     for label, (first, last) in WINDOWS.items():
                         if last > length:
                             continue
                         ours = window(costs["react"], first, last)
                         theirs = window(costs["create_agent"], first, last)
-                        ratios[label].append(ours / theirs)
-                        cpu["react"].setdefault(label, []).append(ours)
-                        cpu["create_agent"].setdefault(label, []).append(theirs)
+                        ratios.setdefault(label, []).append(ours / theirs)
+                        cpu["react"].setdefault(label, []).append(ours * 1000)
+                        cpu["create_agent"].setdefault(label, []).append(theirs * 1000)
                     if repeat == 0:
-                        results["checkpoints_per_turn"][f"{kind}/{mode}"] = {
-                            name: sorted({w for _, w in costs[name] if w >= 0}) for name in costs
+                        results["checkpoints_per_turn"][key] = {
+                            name: sorted({written for _, written in costs[name]}) for name in costs
                         }
-                results["react"][f"{kind}/{mode}"] = {
+                results["react"][key] = {
                     label: {
                         "ratio": spread(values),
-                        "react_ms": spread([v * 1000 for v in cpu["react"][label]]),
-                        "create_agent_ms": spread([v * 1000 for v in cpu["create_agent"][label]]),
+                        "react_ms": spread(cpu["react"][label]),
+                        "create_agent_ms": spread(cpu["create_agent"][label]),
                     }
                     for label, values in ratios.items()
-                    if values
                 }
         for loop in growth_loops:
-            made = contenders(loop)
-            graphs = {name: build(InMemorySaver()) for name, build in made.items()}
-            costs = thread_turns(graphs, turns, "invoke")
-            early = {name: window(costs[name], 1, 5) for name in costs}
-            late = {name: window(costs[name], turns - 4, turns) for name in costs}
+            folder = Path(scratch) / f"growth-{loop}"
+            folder.mkdir()
+            costs = thread_turns(contenders(loop), turns, "memory", "invoke", folder)
+            early = {name: window(costs[name], 1, 5) * 1000 for name in costs}
+            late = {name: window(costs[name], turns - 4, turns) * 1000 for name in costs}
             results["growth"][loop] = {
-                "early_ms": {name: round(value * 1000, 3) for name, value in early.items()},
-                "late_ms": {name: round(value * 1000, 3) for name, value in late.items()},
-                "late_over_early": {name: late[name] / early[name] for name in costs},
+                "turns": turns,
+                "early_ms": {name: round(value, 3) for name, value in early.items()},
+                "late_ms": {name: round(value, 3) for name, value in late.items()},
+                "late_over_early": {name: round(late[name] / early[name], 3) for name in costs},
             }
     return results
 
 
-__all__ = ["chat_turns", "ratio_spread", "turn_reply"]
+__all__ = ["chat_turns"]
