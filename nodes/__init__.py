@@ -18,13 +18,17 @@ reply read into a typed value, with the one re-ask), ``call_tool`` (the tool ste
 by ``LoopBuild.tool_step``; ``tool_calls`` routes a reply's calls to it), ``evaluate``
 (a ``Verdict`` or a ``Value`` on one candidate), ``reflect`` (a lesson from a failed
 attempt) and ``score_branches`` (values for many candidates, in one call or one each).
+``in_parallel`` drives several of them side by side; ``failed_requests`` counts the
+requests of those that failed and ``all_failed`` is what to raise when every one did;
+``spent_together`` adds up what several nodes spent (their ``spent``).
 """
 
 from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
-from loopgraphs.nodes.generate import answer_message, reasked
+from loopgraphs.nodes.errors import all_failed, failed_requests
+from loopgraphs.nodes.generate import answer_message, reasked, spent_together
 from loopgraphs.nodes.history import bounded_thread, conversation, earlier_turns
 from loopgraphs.nodes.inner import InnerLoop, closing_message, ended_by_hook
 from loopgraphs.nodes.judging import (
@@ -98,6 +102,7 @@ __all__ = [
     "Value",
     "Verdict",
     "act",
+    "all_failed",
     "answer_key",
     "answer_message",
     "best_effort_answer",
@@ -110,6 +115,7 @@ __all__ = [
     "earlier_turns",
     "ended_by_hook",
     "evaluate",
+    "failed_requests",
     "final_answer_of",
     "generate",
     "in_parallel",
@@ -125,6 +131,7 @@ __all__ = [
     "samples",
     "score_branches",
     "scratch_of",
+    "spent_together",
     "tool_calls",
     "unusable",
     "without_tool_calls",

@@ -41,6 +41,7 @@ from loopgraphs.internals import Channels, declared_jumps, state_channels, untra
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middleware, Middlewares, defines
+from loopgraphs.nodes.own_reply import seeing_own_reply
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.state import (
     CommonState,
@@ -84,6 +85,8 @@ def _hook_node(
     leaves the run's own messages (see ``_following``)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
+    if hook == "after_model":
+        sync, asynchronous = seeing_own_reply(sync, asynchronous)
     if hook == "after_model" and "end" in can_jump_to(middleware, hook):
         sync, asynchronous = _noting_close(sync, asynchronous)
     if follows is not None:

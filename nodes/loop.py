@@ -39,6 +39,7 @@ from langgraph.types import Send
 
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
 from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
+from loopgraphs.nodes.hooks import FINISH, STOPPED
 from loopgraphs.nodes.options import OwnOption, own_options, resolved, signature_of
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, add_routed_step, route
@@ -385,7 +386,7 @@ class LoopBuild(Generic[OptionsT]):
                 which may rewrite it.
             subgraph: A compiled graph the step runs (drawn inside it).
         """
-        if name in (TOOL_STEP, REVIEW, "prepare"):
+        if name in (TOOL_STEP, REVIEW, "prepare", FINISH, STOPPED):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
         driven = as_logic(logic)
         if model:

@@ -141,6 +141,8 @@ def act(
     messages: Sequence[AnyMessage],
     *,
     require: str | None = None,
+    purpose: str | None = None,
+    model_settings: Mapping[str, object] | None = None,
 ) -> Generator[Request, Any, Turn]:
     """One turn that offers the run's tools in its tool mode: bound to the model
     (native), as one schema-constrained JSON action (json) or described in the prompt
@@ -152,18 +154,31 @@ def act(
         state: The loop's state (its ``tool_mode`` is the mode the run is in).
         messages: The thread as the model reads it (tool calls and results included).
         require: ``"required"``, a tool name, ``"none"`` (answer now, no tool) or None.
+        purpose: What an internal turn is for (``"expansion"``, a candidate action of a
+            search, ...): it does not stream as the chat's reply in any mode and
+            ``messages`` stays empty. None: a chat turn.
+        model_settings: Keyword arguments for the model in this turn, in every tool mode
+            (for example ``temperature``; see ``loopgraphs.models.takes_temperature``).
 
     Returns:
-        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode reply is
-        JSON: it is sent as an internal call and kept in ``messages`` as sent, for the
-        step to replace with what the chat shows (``read_action``'s message).
+        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode chat turn's
+        reply is JSON: it is sent as an internal call and kept in ``messages`` as sent,
+        for the step to replace with what the chat shows (``read_action``'s message).
     """
     check_step(step, "act")
-    update = yield from model_turn(step.run, state, messages, require=require, runtime=step.runtime)
+    update = yield from model_turn(
+        step.run,
+        state,
+        messages,
+        require=require,
+        runtime=step.runtime,
+        purpose=purpose,
+        model_settings=model_settings,
+    )
     reply = update["messages"][0]
     assert isinstance(reply, AIMessage)
     spent: ModelSpend = {"llm_calls": update["llm_calls"], "usage": update["usage"]}
-    return Turn(reply, [reply], spent, update["tool_mode"])
+    return Turn(reply, [] if purpose else [reply], spent, update["tool_mode"])
 
 
 def samples(
