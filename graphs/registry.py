@@ -13,10 +13,12 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react
+from loopgraphs.graphs import cot, lats, react
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
+from loopgraphs.graphs.lats import LATSGraph
+from loopgraphs.graphs.lats.state import LATSOptions
 from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
@@ -93,6 +95,7 @@ BUILT_IN: tuple[Spec, ...] = (
         budget_option="max_depth",
         studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
     ),
+    lats.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
 
@@ -157,7 +160,7 @@ def get_spec(name: str) -> Spec:
     return LOOP_SPECS[name]
 
 
-LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
+LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot", "lats"]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
 
 
@@ -258,6 +261,14 @@ def build_loop(
     /,
     **options: Unpack[ToTOptions[ResponseT, ContextT]],
 ) -> ToTGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["lats"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[LATSOptions[ResponseT, ContextT]],
+) -> LATSGraph[ContextT, ResponseT]: ...
 @overload
 def build_loop(
     loop: LoopSpec[Any], model: Model, tools: ToolsArg = (), /, **options: Any
