@@ -6,18 +6,19 @@ tests parametrised over loops). Adding a loop is one entry here: its spec in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, critic, plan_execute, react, reflexion, self_ask, tot
+from loopgraphs.graphs import cot, critic, lats, plan_execute, react, reflexion, self_ask, tot
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
 from loopgraphs.graphs.critic import CriticGraph
 from loopgraphs.graphs.critic.state import CriticOptions
+from loopgraphs.graphs.lats import LATSGraph
+from loopgraphs.graphs.lats.state import LATSOptions
 from loopgraphs.graphs.plan_execute import PlanExecuteGraph
 from loopgraphs.graphs.plan_execute.state import PlanExecuteOptions
 from loopgraphs.graphs.react import ReActGraph
@@ -35,28 +36,7 @@ from loopgraphs.state import CompiledLoop, ResponseT
 Factory = Callable[..., CompiledLoop]
 
 
-@dataclass(frozen=True)
-class _Legacy:
-    """A loop not yet built as a ``LoopSpec`` of the kit: its factory and what the
-    registry reads of it."""
-
-    name: str
-    public_factory: Factory
-    summary: str
-    takes_tools: bool
-    budget_option: str
-    studio_options: Mapping[str, object] = field(default_factory=dict)
-
-    def build(
-        self, model: BaseChatModel | str | None, tools: ToolsArg = (), **options: object
-    ) -> CompiledLoop:
-        """Build the loop; ``tools`` are dropped for loops that take none."""
-        if self.takes_tools:
-            return self.public_factory(model, list(tools or ()), **options)
-        return self.public_factory(model, **options)
-
-
-Spec = LoopSpec[Any] | _Legacy
+Spec = LoopSpec[Any]
 
 BUILT_IN: tuple[Spec, ...] = (
     cot.LOOP,
@@ -66,6 +46,7 @@ BUILT_IN: tuple[Spec, ...] = (
     self_ask.LOOP,
     critic.LOOP,
     tot.LOOP,
+    lats.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
 
@@ -114,8 +95,7 @@ def register_loop(spec: LoopSpec[OptionsT]) -> LoopSpec[OptionsT]:
 def _redefines(known: Spec, spec: LoopSpec[Any]) -> bool:
     """Whether ``spec`` is ``known`` defined again: the same wiring function of the same
     module (a notebook cell or a file run again), which replaces it."""
-    wire = getattr(known, "wire", None)
-    same = (getattr(wire, "__module__", None), getattr(wire, "__qualname__", None))
+    same = (known.wire.__module__, known.wire.__qualname__)
     return same == (spec.wire.__module__, spec.wire.__qualname__)
 
 
@@ -130,7 +110,7 @@ def get_spec(name: str) -> Spec:
     return LOOP_SPECS[name]
 
 
-LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot"]
+LoopName = Literal["cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot", "lats"]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
 
 
@@ -193,6 +173,14 @@ def build_loop(
     /,
     **options: Unpack[ToTOptions[ResponseT, ContextT]],
 ) -> ToTGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["lats"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[LATSOptions[ResponseT, ContextT]],
+) -> LATSGraph[ContextT, ResponseT]: ...
 @overload
 def build_loop(
     loop: LoopSpec[Any], model: Model, tools: ToolsArg = (), /, **options: Any

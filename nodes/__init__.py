@@ -26,17 +26,24 @@ rendered as the loop's grammar; ``generate``'s ``fallback`` steps down when a pr
 refuses one), ``JSON_TURN`` marks a turn whose reply is JSON; ``shown_as``, ``RAW_REPLY``
 and ``as_written`` keep a reply as the chat shows it and as the model wrote it;
 ``coerce_args`` makes a tool's arguments from a text, ``fence_output`` and ``unfence``
-fence a tool's result (``EXAMPLE_FENCE`` a worked example's); ``spent_together`` adds up
-the calls and tokens of several turns. For a small model, ``guides`` says whether its
+fence a tool's result (``EXAMPLE_FENCE`` a worked example's), ``observed`` and
+``with_media`` show tool results with their images and files to a model that reads them
+in the loop's grammar. For a small model, ``guides`` says whether its
 replies are decoded under grounded schemas: ``grounded_string`` (of ``words_of`` the
 evidence, ``new_words``, ``QUESTION_WORDS``, ``WORD_RE``), ``closed_object``,
 ``takes_one_input`` and ``tool_for``.
+
+**Several nodes at once**: ``in_parallel`` drives several of them side by side;
+``failed_requests`` counts the requests of those that failed and ``all_failed`` is what
+to raise when every one did; ``spent_together`` adds up what several nodes spent (their
+``spent``).
 """
 
 from langgraph.graph import END
 
 from loopgraphs.nodes.answer_check import unusable
 from loopgraphs.nodes.driver import LogicOf, in_parallel
+from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.fan_out import FanOutState
 from loopgraphs.nodes.generate import (
     answer_message,
@@ -158,6 +165,7 @@ __all__ = [
     "Value",
     "Verdict",
     "act",
+    "all_failed",
     "answer_key",
     "answer_message",
     "as_written",
@@ -175,6 +183,7 @@ __all__ = [
     "earlier_turns",
     "ended_by_hook",
     "evaluate",
+    "failed_requests",
     "fence_output",
     "final_answer_of",
     "generate",

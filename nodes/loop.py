@@ -39,6 +39,7 @@ from langgraph.types import Send
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
 from loopgraphs.nodes.driver import Begin, add_step, keeps_totals
 from loopgraphs.nodes.fan_out import Tasks, add_fan_out, spreading
+from loopgraphs.nodes.hooks import FINISH, STOPPED
 from loopgraphs.nodes.kit_routing import (
     KitRouter,
     StepLogic,
@@ -420,7 +421,7 @@ class LoopBuild(Generic[OptionsT]):
             guarded: An exception ends the run with ``status="error"`` (see ``guard``);
                 False: it reaches the caller (a malformed value a human resumed with).
         """
-        if name in (TOOL_STEP, REVIEW, "prepare"):
+        if name in (TOOL_STEP, REVIEW, "prepare", FINISH, STOPPED):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
         driven = as_logic(logic)
         self._steps.add(name)

@@ -159,6 +159,8 @@ def act(
     messages: Sequence[AnyMessage],
     *,
     require: str | None = None,
+    purpose: str | None = None,
+    model_settings: Mapping[str, object] | None = None,
 ) -> Generator[Request, Any, Turn]:
     """One turn that offers the run's tools in its tool mode: bound to the model
     (native), as one schema-constrained JSON action (json) or described in the prompt
@@ -170,18 +172,31 @@ def act(
         state: The loop's state (its ``tool_mode`` is the mode the run is in).
         messages: The thread as the model reads it (tool calls and results included).
         require: ``"required"``, a tool name, ``"none"`` (answer now, no tool) or None.
+        purpose: What an internal turn is for (``"expansion"``, a candidate action of a
+            search, ...): it does not stream as the chat's reply in any mode and
+            ``messages`` stays empty. None: a chat turn.
+        model_settings: Keyword arguments for the model in this turn, in every tool mode
+            (for example ``temperature``; see ``loopgraphs.models.takes_temperature``).
 
     Returns:
-        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode reply is
-        JSON: it is sent as an internal call and kept in ``messages`` as sent, for the
-        step to replace with what the chat shows (``read_action``'s message).
+        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode chat turn's
+        reply is JSON: it is sent as an internal call and kept in ``messages`` as sent,
+        for the step to replace with what the chat shows (``read_action``'s message).
     """
     check_step(step, "act")
-    update = yield from model_turn(step.run, state, messages, require=require, runtime=step.runtime)
+    update = yield from model_turn(
+        step.run,
+        state,
+        messages,
+        require=require,
+        runtime=step.runtime,
+        purpose=purpose,
+        model_settings=model_settings,
+    )
     reply = update["messages"][0]
     assert isinstance(reply, AIMessage)
     spent: ModelSpend = {"llm_calls": update["llm_calls"], "usage": update["usage"]}
-    return Turn(reply, [reply], spent, update["tool_mode"])
+    return Turn(reply, [] if purpose else [reply], spent, update["tool_mode"])
 
 
 def samples(
@@ -223,16 +238,19 @@ def samples(
     return [outcome.reply for outcome in outcomes], spent
 
 
-def prompt_message(state: Mapping[str, object], text: str) -> HumanMessage:
+def prompt_message(
+    state: Mapping[str, object], text: str, media: Sequence[dict[str, object]] = ()
+) -> HumanMessage:
     """A loop's user-role prompt about the user's request: ``text`` (the loop's words,
     the request's text restated in them), followed by the images, files and audio of the
     request as the user gave them, so that a model answering the prompt sees them too.
 
     The request is the latest user message before the run's own transcript (see
     ``loopgraphs.state.conversation_of``); its non-text content blocks are passed as
-    they are, never re-rendered.
+    they are, never re-rendered. ``media``: more blocks the prompt is about (the images
+    and files of the tool results it shows), sent after the request's.
     """
-    return with_media(text, media_blocks(conversation_of(state)))
+    return with_media(text, [*media_blocks(conversation_of(state)), *media])
 
 
 __all__ = ["Turn", "act", "generate", "prompt_message", "samples"]

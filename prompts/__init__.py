@@ -30,6 +30,11 @@ from loopgraphs.prompts.kit import (
     VALUE_SYSTEM,
     VALUE_USER,
 )
+from loopgraphs.prompts.lats import (
+    LATS_LESSONS,
+    LATS_VALUE_LESSONS,
+    LATS_VALUE_USER,
+)
 from loopgraphs.prompts.plan_execute import (
     EARLIER_RESULTS_LEFT_OUT,
     EXECUTE_STEP,
@@ -119,6 +124,9 @@ __all__ = [
     "EXECUTE_STEP",
     "FENCE_NOTE",
     "FORCE_FINAL_ANSWER",
+    "LATS_LESSONS",
+    "LATS_VALUE_LESSONS",
+    "LATS_VALUE_USER",
     "NOTHING_YET",
     "NO_ANSWER",
     "NO_ANSWER_SHOWN",

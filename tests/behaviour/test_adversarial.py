@@ -58,6 +58,8 @@ LOOP_CASES: dict[str, LoopCase] = {
     "reflexion": LoopCase({"max_reflections": 2, "max_iterations": 2}, 2 * 3 + 2 * 2 + 1),
     # max_follow_ups + 1
     "self_ask": LoopCase({"max_follow_ups": 3}, 3 + 1),
+    # 4 * n_candidates * max_rollouts (a candidate, its verdict and its reflection)
+    "lats": LoopCase({"n_candidates": 2, "max_rollouts": 2}, 4 * 2 * 2),
 }
 
 

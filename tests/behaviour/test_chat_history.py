@@ -30,17 +30,20 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
 from tests.support.fakes import ScriptedChatModel
 from tests.support.scripts import (
     FAST_RETRY,
+    LATS_SMALL,
     MODES,
     act,
     critique,
     final,
     follow_up,
+    lats_search,
     model_for,
     note,
 )
@@ -94,6 +97,8 @@ CALLS: dict[str, list[tuple[str, str]]] = {
     "self_ask": [("turn", "thread"), ("final_answer", "thread")],
     "critic": [("draft", "turns"), ("critique", "turns"), ("revise", "turns")],
     "tot": [("propose", "turns"), ("score", "turns"), ("final_answer", "turns")],
+    # the second expansion reads its trajectory: the run's own call and result
+    "lats": [("expand", "turns"), ("value", "turns"), ("expand", "step"), ("verdict", "turns")],
 }
 
 
@@ -127,6 +132,8 @@ def script(loop: str, mode: str, answer: str, word: str) -> list[Any]:
         return [follow_up(mode, word), f"So the final answer is: {answer}"]
     if loop == "critic":
         return [f"Draft: {answer}", critique(mode, word), answer]
+    if loop == "lats":
+        return lats_search(mode, "note", {"text": word}, answer)
     return [
         "1. Look at the order.",
         structured(mode, "Scores", {"scores": [7]}),
@@ -153,6 +160,8 @@ def graph_for(loop: str, mode: str, model: ScriptedChatModel, **options: Any) ->
         return create_reflexion_graph(model, [note], max_reflections=2, **shared)
     if loop == "self_ask":
         return create_self_ask_graph(model, [note], max_follow_ups=1, **shared)
+    if loop == "lats":
+        return create_lats_graph(model, [note], **LATS_SMALL, **shared)
     return create_critic_graph(model, [note], max_critique_rounds=1, **shared)
 
 

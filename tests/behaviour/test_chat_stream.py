@@ -40,13 +40,22 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.model_call import CALL_METADATA, INTERNAL_TAG, JSON_TURN
 from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
+from tests.support.scripts import (
+    FAST_RETRY,
+    LATS_SMALL,
+    MODES,
+    act,
+    final,
+    lats_search,
+    model_for,
+)
 
 ANSWER = "Plums are in the basket."
 QUESTION = {"messages": [("user", "Where are the plums?")]}
@@ -107,6 +116,9 @@ def chat_graph(loop: str, mode: str) -> Any:
         script = ["Plums are in a bag.", critique(mode), ANSWER]
         model = model_for(mode, script)
         return create_critic_graph(model, [lookup], max_critique_rounds=1, **options)
+    if loop == "lats":  # the answer is a candidate's, judged satisfactory
+        script = lats_search(mode, "lookup", {"key": "plums"}, ANSWER)
+        return create_lats_graph(model_for(mode, script), [lookup], **LATS_SMALL, **options)
     del options["tool_mode"]
     if loop == "cot":
         script = [f"They were put there. FINAL ANSWER: {ANSWER}"]
@@ -214,6 +226,7 @@ def test_nothing_streams_raw_json_in_json_mode(loop, subgraphs, asynchronous):
 # stores (internal calls made it).
 WHOLE = {
     *(("cot_voting", mode) for mode in MODES),
+    *(("lats", mode) for mode in MODES),
     *(("tot_proposal", mode) for mode in MODES),
 }
 # The loops whose answer is a json turn's in json mode: what streams is the answer, not
@@ -249,6 +262,7 @@ PURPOSES: dict[str, set[str]] = {
     "cot_voting": {"sample"},
     "tot": {"proposal", "score"},
     "tot_proposal": {"proposal"},
+    "lats": {"expansion", "evaluation"},
 }
 
 

@@ -33,9 +33,10 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.nodes.build import caller_reducers
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final
+from tests.support.scripts import FAST_RETRY, LATS_SMALL, MODES, act, final, lats_search
 from tests.support.scripts import model_for as scripted_model
 
 
@@ -134,6 +135,9 @@ def build(
         return create_critic_graph(
             model_for(mode, script), [add_fruit], max_critique_rounds=1, **shared
         )
+    if loop == "lats":
+        script = lats_search(mode, "add_fruit", {"name": "plums"}, "Plums are in.")
+        return create_lats_graph(model_for(mode, script), [add_fruit], **LATS_SMALL, **shared)
     shared.pop("tool_mode", None)
     if loop == "cot":
         return create_cot_graph(model_for(mode, ["FINAL ANSWER: 4"]), **shared)

@@ -91,6 +91,9 @@ def test_updates_mode_shows_each_node(name):
         "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
         "self_ask": (["prepare", "generate"], 1),
         "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers
+        # LATS's 3 alike candidates are one answer, judged (no verdict read: 2 requests)
+        # and reflected on; no step is left to expand, and the answer is that one.
+        "lats": (["expand", "evaluate", "best_answer"], 3 + 2 + 1),  # expand starts the run
     }[name]
     assert nodes == expected_nodes
     assert model.call_count == expected_calls

@@ -20,6 +20,7 @@ SMALL_BUDGETS = {
     "self_ask": {"max_follow_ups": 1},
     "critic": {"max_critique_rounds": 1},
     "tot": {"n_branches": 2, "beam_width": 1, "max_depth": 1},
+    "lats": {"n_candidates": 2, "max_rollouts": 1},
 }
 
 
@@ -29,6 +30,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     for ``load_model("local")`` (the session server is the embedded one)."""
     from loopgraphs import prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
+    from loopgraphs.graphs.lats.state import call_budget as lats_budget
     from loopgraphs.graphs.tot.state import call_budget as tot_budget
     from loopgraphs.models import local_server as embedded_servers
     from loopgraphs.nodes.tool_loop import check_history
@@ -55,6 +57,7 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         "self_ask": (both, 1 + 1),  # max_follow_ups + 1
         "critic": (("completed",), 1 + 2 * 1),  # the rounds running out still complete
         "tot": (both, tot_budget(tot.LOOP.resolve(SMALL_BUDGETS["tot"]))),
+        "lats": (both, lats_budget(SMALL_BUDGETS["lats"])),
     }[name]
     assert out["status"] in statuses, out.get("error")
     assert 1 <= out["llm_calls"] <= budget

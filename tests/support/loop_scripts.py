@@ -25,6 +25,8 @@ text: a text grammar):
 - ``critic``: a draft, a critique naming one claim checked with the tool (a
   ``CritiqueReport`` call, its JSON, or ``CLAIM:``/``TOOL:``/``TOOL INPUT:``), the
   revision (the answer), then a critique accepting it (``verified``, or ``VERIFIED``).
+- ``lats``: three alike candidates calling the tool (one child), its value (a ``Value``
+  call or its JSON), three alike candidates answering, and a satisfied ``Verdict``.
 
 Tool inputs in json and text modes are written as JSON objects, which every loop reads as
 the call's arguments whatever the tool's signature.
@@ -95,12 +97,25 @@ def _critic(mode: str, tool: str, args: dict[str, Any], answer: str) -> list[Any
     return ["A first draft, not checked yet.", critique, answer, accepted]
 
 
+def _lats(mode: str, tool: str, args: dict[str, Any], answer: str) -> list[Any]:
+    candidates = 3  # LATS's n_candidates: alike candidates are one child, run once
+    value = structured(mode, "Value", {"score": 7, "reason": "on the way"})
+    verdict = structured(mode, "Verdict", {"satisfactory": True, "feedback": ""})
+    return [
+        *[act(mode, tool, args)] * candidates,
+        value,
+        *[final(mode, answer)] * candidates,
+        verdict,
+    ]
+
+
 SCRIPTS: dict[str, Script] = {
     "react": _react,
     "plan_execute": _plan_execute,
     "reflexion": _reflexion,
     "self_ask": _self_ask,
     "critic": _critic,
+    "lats": _lats,
 }
 """Each tool loop's script, by registry name: one entry per loop."""
 

@@ -7,9 +7,11 @@ import inspect
 from typing import Annotated, Any, Literal
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import PrivateAttr
 from typing_extensions import TypedDict
 
 from loopgraphs import build_loop
@@ -178,12 +180,16 @@ def test_a_build_without_a_start_says_to_add_one():
         echo_spec(wire=no_start).create(scripted())
 
 
-def test_the_kits_step_names_are_kept_for_the_kit():
-    def clash(loop: LoopBuild[EchoOptions]) -> None:
-        loop.start("call_tool")
-        loop.step("call_tool", answer, then=END)
+@pytest.mark.parametrize("name", ["call_tool", "review", "prepare", "finish", "stopped"])
+def test_the_kits_step_names_are_kept_for_the_kit(name):
+    """Also the names of the nodes middleware hooks add (``finish``, ``stopped``): a step
+    named so is refused when the loop is built, with or without middleware."""
 
-    with pytest.raises(ValueError, match="'call_tool' is the name of a kit step"):
+    def clash(loop: LoopBuild[EchoOptions]) -> None:
+        loop.start(name)
+        loop.step(name, answer, then=END)
+
+    with pytest.raises(ValueError, match=f"'{name}' is the name of a kit step"):
         echo_spec(wire=clash).create(scripted())
 
 
@@ -353,6 +359,17 @@ def test_evaluate_gives_a_verdict_or_a_value_and_reflect_a_lesson():
         run_sync(evaluate(step, QUESTION, "41", schema=Scores), {})
 
 
+def test_evaluate_and_reflect_send_the_candidates_images_after_the_prompt():
+    chart = {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}
+    model = scripted('{"satisfactory": false, "feedback": "misread"}', "Read the axis.")
+    step = kit_step(model)
+    run_sync(evaluate(step, QUESTION, "the chart shows 3", media=[chart]), {})
+    run_sync(reflect(step, QUESTION, "the chart shows 3", "misread", media=[chart]), {})
+    for prompt in model.prompts:
+        asked = prompt[-1]
+        assert isinstance(asked, HumanMessage) and asked.content[1:] == [chart]
+
+
 @pytest.mark.parametrize("batched", [True, False])
 def test_score_branches_in_one_call_or_one_each(batched):
     replies = ['{"scores": [2, 9]}'] if batched else ['{"score": 2}', '{"score": 9}']
@@ -415,6 +432,67 @@ def look_spec() -> LoopSpec[LookOptions]:
     )
 
 
+class TemperedModel(ScriptedChatModel):
+    """A scripted model with a sampling temperature, recording the one each request had."""
+
+    temperature: float = 0.0
+    _temperatures: list[float] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        self._temperatures.append(kwargs.get("temperature", self.temperature))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+class Tags(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.tags: list[list[str]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.tags.append(list(kwargs.get("tags") or []))
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_an_internal_act_turn_takes_model_settings_and_stays_out_of_the_thread(mode):
+    profile = {
+        "native": {"tool_calling": True, "structured_output": True},
+        "json": {"tool_calling": False, "structured_output": True},
+        "text": {"tool_calling": False, "structured_output": False},
+    }[mode]
+    model = TemperedModel(replies=["FINAL_ANSWER: 42"], repeat_last=True, profile=profile)
+    step = look_spec().step("look", model, [multiply], tool_mode=mode)
+    state = {**QUESTION, "tool_mode": mode}
+    tags = Tags()
+    turn = run_sync(
+        act(
+            step,
+            state,
+            QUESTION["messages"],
+            purpose="expansion",
+            model_settings={"temperature": 0.9},
+        ),
+        {"callbacks": [tags]},
+    )
+    assert turn.messages == [] and turn.tool_mode == mode
+    assert model._temperatures == [0.9]
+    assert all("nostream" in sent for sent in tags.tags)
+    chat = run_sync(act(step, state, QUESTION["messages"]), {})
+    assert chat.messages == [chat.reply] and model._temperatures[-1] == 0.0
+
+
+def test_a_temperature_is_sent_only_to_a_model_that_takes_one():
+    from langchain_openai import ChatOpenAI
+
+    from loopgraphs.models import takes_temperature
+
+    assert takes_temperature(ChatOpenAI(model="gpt-4o-mini", api_key="x"))
+    assert takes_temperature(ChatOpenAI(model="gpt-5-chat-latest", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="o3-mini", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="gpt-5", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="gpt-4o", api_key="x", reasoning_effort="low"))
+    assert not takes_temperature(scripted())
+    assert takes_temperature(TemperedModel(replies=[]).bind(stop=["x"]))
+
+
 def test_a_users_tool_loop_gets_the_tool_step_and_approvals():
     model = scripted(calls(tool_call("multiply", {"a": 6, "b": 7}, id="m1")), "42")
     graph = look_spec().create(
@@ -428,6 +506,50 @@ def test_a_users_tool_loop_gets_the_tool_step_and_approvals():
     assert (out["status"], out["answer"]) == ("completed", "42")
     result = next(m for m in out["messages"] if m.type == "tool")
     assert "42" in result.content
+
+
+def judge(state: ToolLoopState, step: Step[LookOptions]) -> LogicOf[ToolLoopState]:
+    verdict = yield from evaluate(step, state, "42")
+    return {**verdict.spent, "answer": "42", "status": "completed"}
+
+
+def wire_look_then_judge(loop: LoopBuild[LookOptions]) -> None:
+    loop.start("look")
+    loop.step("look", look, model=True, calls_tools=True, then=after_look, targets=[END])
+    loop.tool_step("judge")
+    loop.step("judge", judge, model=True, then=END)
+
+
+def test_an_after_model_hook_of_a_step_that_adds_no_reply_sees_an_empty_one():
+    """``judge``'s call is internal: its after_model hook must not take ``look``'s calls,
+    which the tools answered, for its reply (a review would ask about them again)."""
+    from langchain.agents.middleware import after_model
+
+    from loopgraphs.nodes.own_reply import NO_REPLY_ID
+
+    seen: list[list[str]] = []
+
+    @after_model
+    def record(state: Any, runtime: Any) -> None:
+        last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        seen.append([call["name"] for call in last.tool_calls])
+
+    model = scripted(
+        calls(tool_call("multiply", {"a": 6, "b": 7}, id="m1")),
+        '{"satisfactory": true, "feedback": ""}',
+    )
+    spec = LoopSpec(
+        "look_then_judge",
+        wire_look_then_judge,
+        state=ToolLoopState,
+        output=EchoOutput,
+        options=LookOptions,
+        summary="calls a tool, then judges",
+        budget_option="turns",
+    )
+    out = spec.create(model, [multiply], middleware=[record]).invoke(QUESTION)
+    assert out["status"] == "completed" and seen == [["multiply"], []]
+    assert all(message.id != NO_REPLY_ID for message in out["messages"])
 
 
 def test_a_kit_node_called_outside_a_loops_step_says_where_its_step_comes_from():

@@ -24,9 +24,9 @@ def loop(name: str, model, **options):
 @pytest.mark.parametrize("name", list(LOOPS))
 def test_every_loop_starts_a_run_first(name):
     """A run starts in ``prepare``, or, in a loop whose first step starts its runs itself
-    (ReAct: no hook before it, running totals), in that step; with a model hook before
-    it, in ``prepare`` again."""
-    first = "generate" if name == "react" else "prepare"
+    (no hook before it, running totals: ReAct, LATS), in that step; with a model hook
+    before it, in ``prepare`` again."""
+    first = {"react": "generate", "lats": "expand"}.get(name, "prepare")
     edges = [(e.source, e.target) for e in loop(name, None).get_graph().edges]
     assert [target for source, target in edges if source == "__start__"] == [first]
     hooked = loop(name, None, middleware=[before_model(lambda state, runtime: None)])
