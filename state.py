@@ -309,28 +309,31 @@ def add_totals(state: Mapping[str, object], update: dict[str, object]) -> dict[s
 
 
 def new_fence(messages: Sequence[object] = ()) -> str:
-    """The marker of one run's tool output fences: 12 hex digits of a hash of the
-    conversation the run starts from.
+    """The marker of a thread's tool output fences: 12 hex digits of a hash of the
+    thread's first message (its type, content and tool calls; not its id, which LangGraph
+    draws at random).
 
-    The same input gives the same marker and so the same prompts: a random marker made
+    Every run of a thread fences tool output with the same marker, so each turn sends the
+    earlier turns' tool results as the last turn did: a provider's prompt cache (and the
+    embedded server's) reuses the whole earlier conversation, and a result fenced once is
+    not fenced again (see ``loopgraphs.nodes.generate.fenced_result``). The same thread
+    gives the same marker in every process, and so the same prompts; a random marker made
     every prompt of a run differ from the last run's, and a model at temperature 0 answer
     the same question differently. It need not be secret: ``fence_output`` removes every
     copy of it from the output it fences, so tool output cannot forge an end marker even
     when it knows the marker.
 
     Args:
-        messages: The run's messages when it starts (their type, content and tool calls
-            count; their ids, which LangGraph draws at random, do not).
+        messages: The run's messages when it starts (the first one counts).
     """
-    digest = hashlib.sha256()
-    for message in messages:
+    digest = hashlib.sha256(b"fence")
+    for message in messages[:1]:
         seen = (
             getattr(message, "type", type(message).__name__),
             getattr(message, "content", message),
             getattr(message, "tool_calls", None),
         )
         digest.update(repr(seen).encode("utf-8", "surrogatepass"))
-        digest.update(b"\0")
     return digest.hexdigest()[:12]
 
 

@@ -84,18 +84,37 @@ def question_text(messages: Sequence[AnyMessage]) -> str:
     return content_text(messages[-1].content).strip() if messages else ""
 
 
+def media_of(content: object) -> list[dict[str, object]]:
+    """The content blocks of a message's content that are not text (images, files, audio,
+    in LangChain's standard form or a provider's, such as OpenAI's ``image_url``), as
+    they are."""
+    if not isinstance(content, list):
+        return []
+    return [
+        block
+        for block in content
+        if isinstance(block, dict) and block.get("type") not in ("text", None)
+    ]
+
+
+def with_media(text: str, media: Sequence[dict[str, object]]) -> HumanMessage:
+    """A user-role message: ``text``, followed by ``media`` (content blocks, as they are)
+    when there are any."""
+    if not media:
+        return HumanMessage(text)
+    return HumanMessage([{"type": "text", "text": text}, *media])
+
+
+def media_kinds(blocks: Sequence[dict[str, object]]) -> str:
+    """What media blocks are, in words: each block's MIME type, else its type
+    (``"image/png, file"``)."""
+    return ", ".join(str(b.get("mime_type") or b.get("type")) for b in blocks)
+
+
 def media_blocks(messages: Sequence[AnyMessage]) -> list[dict[str, object]]:
-    """The content blocks of the latest user message that are not text (images, files,
-    audio, in LangChain's standard form or a provider's, such as OpenAI's
-    ``image_url``), as the user gave them."""
+    """The content blocks of the latest user message that are not text (see
+    ``media_of``), as the user gave them."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            content = message.content
-            if not isinstance(content, list):
-                return []
-            return [
-                block
-                for block in content
-                if isinstance(block, dict) and block.get("type") not in ("text", None)
-            ]
+            return media_of(message.content)
     return []

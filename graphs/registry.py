@@ -6,95 +6,59 @@ tests parametrised over loops). Adding a loop is one entry here: its spec in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import Unpack
 
 from loopgraphs.context import ContextT
-from loopgraphs.graphs import cot, react, rewoo
+from loopgraphs.graphs import (
+    cot,
+    critic,
+    lats,
+    plan_execute,
+    react,
+    reflexion,
+    rewoo,
+    self_ask,
+    tot,
+)
 from loopgraphs.graphs.cot import CoTGraph
 from loopgraphs.graphs.cot.state import CoTOptions
-from loopgraphs.graphs.critic import CriticGraph, create_critic_graph
-from loopgraphs.graphs.plan_execute import PlanExecuteGraph, create_plan_execute_graph
+from loopgraphs.graphs.critic import CriticGraph
+from loopgraphs.graphs.critic.state import CriticOptions
+from loopgraphs.graphs.lats import LATSGraph
+from loopgraphs.graphs.lats.state import LATSOptions
+from loopgraphs.graphs.plan_execute import PlanExecuteGraph
+from loopgraphs.graphs.plan_execute.state import PlanExecuteOptions
 from loopgraphs.graphs.react import ReActGraph
 from loopgraphs.graphs.react.state import ReActOptions
-from loopgraphs.graphs.reflexion import ReflexionGraph, create_reflexion_graph
+from loopgraphs.graphs.reflexion import ReflexionGraph
+from loopgraphs.graphs.reflexion.state import ReflexionOptions
 from loopgraphs.graphs.rewoo import ReWOOGraph
 from loopgraphs.graphs.rewoo.state import ReWOOOptions
-from loopgraphs.graphs.self_ask import SelfAskGraph, create_self_ask_graph
-from loopgraphs.graphs.tot import ToTGraph, create_tot_graph
+from loopgraphs.graphs.self_ask import SelfAskGraph
+from loopgraphs.graphs.self_ask.state import SelfAskOptions
+from loopgraphs.graphs.tot import ToTGraph
+from loopgraphs.graphs.tot.state import ToTOptions
 from loopgraphs.nodes import LoopSpec
-from loopgraphs.nodes.settings import LoopOptions, ToolLoopOptions, ToolsArg
+from loopgraphs.nodes.settings import ToolsArg
 from loopgraphs.state import CompiledLoop, ResponseT
 
 Factory = Callable[..., CompiledLoop]
 
 
-@dataclass(frozen=True)
-class _Legacy:
-    """A loop not yet built as a ``LoopSpec`` of the kit: its factory and what the
-    registry reads of it."""
-
-    name: str
-    public_factory: Factory
-    summary: str
-    takes_tools: bool
-    budget_option: str
-    studio_options: Mapping[str, object] = field(default_factory=dict)
-
-    def build(
-        self, model: BaseChatModel | str | None, tools: ToolsArg = (), **options: object
-    ) -> CompiledLoop:
-        """Build the loop; ``tools`` are dropped for loops that take none."""
-        if self.takes_tools:
-            return self.public_factory(model, list(tools or ()), **options)
-        return self.public_factory(model, **options)
-
-
-Spec = LoopSpec[Any] | _Legacy
+Spec = LoopSpec[Any]
 
 BUILT_IN: tuple[Spec, ...] = (
     cot.LOOP,
     react.LOOP,
-    _Legacy(
-        "plan_execute",
-        create_plan_execute_graph,
-        "multi-step tasks with distinct sub-goals; an auditable plan first",
-        takes_tools=True,
-        budget_option="max_step_iterations",
-        studio_options={"max_steps": 3},
-    ),
-    _Legacy(
-        "reflexion",
-        create_reflexion_graph,
-        "correctness matters and a first attempt may fail: retry with self-critique",
-        takes_tools=True,
-        budget_option="max_iterations",
-    ),
-    _Legacy(
-        "self_ask",
-        create_self_ask_graph,
-        "multi-hop questions answered by chaining simple look-ups",
-        takes_tools=True,
-        budget_option="max_follow_ups",
-    ),
-    _Legacy(
-        "critic",
-        create_critic_graph,
-        "answers with checkable facts: draft, verify claims with tools, revise",
-        takes_tools=True,
-        budget_option="max_critique_rounds",
-    ),
-    _Legacy(
-        "tot",
-        create_tot_graph,
-        "several competing strategies: explore branches, keep the best (beam search)",
-        takes_tools=False,
-        budget_option="max_depth",
-        studio_options={"n_branches": 2, "beam_width": 1, "max_depth": 2},
-    ),
+    plan_execute.LOOP,
+    reflexion.LOOP,
+    self_ask.LOOP,
+    critic.LOOP,
+    tot.LOOP,
+    lats.LOOP,
     rewoo.LOOP,
 )
 """The loops loopgraphs ships, in the order lists show them (one entry per loop)."""
@@ -144,8 +108,7 @@ def register_loop(spec: LoopSpec[OptionsT]) -> LoopSpec[OptionsT]:
 def _redefines(known: Spec, spec: LoopSpec[Any]) -> bool:
     """Whether ``spec`` is ``known`` defined again: the same wiring function of the same
     module (a notebook cell or a file run again), which replaces it."""
-    wire = getattr(known, "wire", None)
-    same = (getattr(wire, "__module__", None), getattr(wire, "__qualname__", None))
+    same = (known.wire.__module__, known.wire.__qualname__)
     return same == (spec.wire.__module__, spec.wire.__qualname__)
 
 
@@ -161,47 +124,9 @@ def get_spec(name: str) -> Spec:
 
 
 LoopName = Literal[
-    "cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot", "rewoo"
+    "cot", "react", "plan_execute", "reflexion", "self_ask", "critic", "tot", "lats", "rewoo"
 ]
 """The loops' registry names (``LOOPS``'s keys), which ``build_loop`` takes."""
-
-
-class PlanExecuteOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("plan_execute", ...)``'s keywords: ``create_plan_execute_graph``'s."""
-
-    max_steps: int
-    max_step_iterations: int
-    replan: bool
-    approve_plan: bool
-
-
-class ReflexionOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("reflexion", ...)``'s keywords: ``create_reflexion_graph``'s."""
-
-    max_reflections: int
-    max_iterations: int
-
-
-class SelfAskOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("self_ask", ...)``'s keywords: ``create_self_ask_graph``'s."""
-
-    max_follow_ups: int
-
-
-class CriticOptions(ToolLoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("critic", ...)``'s keywords: ``create_critic_graph``'s."""
-
-    max_critique_rounds: int
-
-
-class ToTOptions(LoopOptions[ResponseT, ContextT], total=False):
-    """``build_loop("tot", ...)``'s keywords: ``create_tot_graph``'s."""
-
-    n_branches: int
-    beam_width: int
-    max_depth: int
-    scoring: Literal["batched", "per_branch"]
-    generation: Literal["propose", "sample"]
 
 
 Model = BaseChatModel | str | None
@@ -263,6 +188,14 @@ def build_loop(
     /,
     **options: Unpack[ToTOptions[ResponseT, ContextT]],
 ) -> ToTGraph[ContextT, ResponseT]: ...
+@overload
+def build_loop(
+    loop: Literal["lats"],
+    model: Model,
+    tools: ToolsArg = (),
+    /,
+    **options: Unpack[LATSOptions[ResponseT, ContextT]],
+) -> LATSGraph[ContextT, ResponseT]: ...
 @overload
 def build_loop(
     loop: Literal["rewoo"],

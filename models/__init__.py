@@ -10,7 +10,8 @@ One module per reason to change:
 - `gguf_file`: where the default model file is kept, and fetching it;
 - `local_server`: the embedded llama.cpp server's lifecycle;
 - `loopback`: whether a URL or a model is served on this machine;
-- `traits`: what a model needs from the loops (guided steps, a written thought);
+- `traits`: what a model needs from the loops (guided steps, a written thought) and
+  what a request may set (a temperature);
 - `probe`: asking a server what it is and what its model supports;
 - `loading`: turning a model spec into a chat-model client (`load_model`);
 - `introspection`: a model's declared capabilities and display label.
@@ -60,7 +61,12 @@ from loopgraphs.models.local_server import (
 from loopgraphs.models.loopback import LOOPBACK_NAMES, is_local_model, is_loopback_url
 from loopgraphs.models.probe import PROBE_TIMEOUT_SECONDS, ServerInfo, detect_server
 from loopgraphs.models.spec import ACCEPTED_SPECS, DEFAULT_SERVER_MODEL, ModelSpec, parse_spec
-from loopgraphs.models.traits import default_tool_choice, needs_guided_steps, writes_thoughts
+from loopgraphs.models.traits import (
+    default_tool_choice,
+    needs_guided_steps,
+    takes_temperature,
+    writes_thoughts,
+)
 
 __all__ = [
     "ACCEPTED_SPECS",
@@ -110,5 +116,6 @@ __all__ = [
     "needs_guided_steps",
     "parse_spec",
     "stop_local_servers",
+    "takes_temperature",
     "writes_thoughts",
 ]

@@ -3,7 +3,8 @@ instead of which model it is.
 
 The small models the embedded llama.cpp server runs get guided steps: a tool call
 required before answering, short capped thoughts, and (for the bundled SmolLM2) json
-steps without a written thought. Every other model is left to decide.
+steps without a written thought. Every other model is left to decide. A request sets a
+sampling temperature only where the model takes one (``takes_temperature``).
 """
 
 from __future__ import annotations
@@ -48,3 +49,30 @@ def writes_thoughts(model: object) -> bool:
         return True
     inner = unwrap(model) if isinstance(model, Runnable) else model
     return getattr(inner, "model_name", None) != LOCAL_MODEL_NAME
+
+
+# OpenAI's reasoning models take no temperature but their default (the API refuses one).
+_NO_TEMPERATURE = ("o1", "o3", "o4", "gpt-5")
+
+
+def takes_temperature(model: object) -> bool:
+    """Whether a request may set the model's sampling temperature (a search that samples
+    several candidates sets one): the model's class declares a ``temperature`` field, as
+    LangChain's provider models do, and it is not one of OpenAI's reasoning models, which
+    refuse any but their default (``o1``, ``o3``, ``o4``, ``gpt-5`` but its chat models,
+    or any model given a reasoning effort). A model without the field (a scripted model,
+    a provider with no sampling settings) is sent none.
+
+    Args:
+        model: A chat model, possibly wrapped by `bind(...)`.
+
+    Returns:
+        True when a request may carry a ``temperature``.
+    """
+    inner = unwrap(model) if isinstance(model, Runnable) else model
+    if "temperature" not in getattr(type(inner), "model_fields", {}):
+        return False
+    if getattr(inner, "reasoning_effort", None) or getattr(inner, "reasoning", None):
+        return False
+    name = str(getattr(inner, "model_name", None) or getattr(inner, "model", None) or "").lower()
+    return not (name.startswith(_NO_TEMPERATURE) and "chat" not in name)

@@ -23,7 +23,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 from langgraph.types import Command, RetryPolicy, Send
 
-from loopgraphs.internals import has_reducer, state_channels, untraced_callable
+from loopgraphs.internals import Channels, has_reducer, state_channels, untraced_callable
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.errors import (
     describe_error,
@@ -38,7 +38,14 @@ from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.run_context import load_context
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.step import Step
-from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, add_totals
+from loopgraphs.state import (
+    CommonState,
+    LoopBuilder,
+    LoopRuntime,
+    add_totals,
+    starts_run,
+    state_after,
+)
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
@@ -154,6 +161,8 @@ Logic: TypeAlias = LogicOf[Mapping[str, object]]
 LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
 NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
+# A run's start (see ``loopgraphs.nodes.run_start.starter``): the update that starts a run.
+Begin = Callable[[Any, LoopRuntime], Mapping[str, object]]
 # What a node returns to LangGraph: its update, or its update and commands.
 Written = Mapping[str, object] | list[Mapping[str, object] | Command[object]]
 
@@ -286,6 +295,8 @@ def as_node(
     subgraph: Runnable[Any, Any] | None = None,
     next_step: NextStep | None = None,
     plan: GraphPlan | None = None,
+    begins: Mapping[str, Begin] | None = None,
+    channels: Channels | None = None,
 ) -> Runnable[Any, Any]:
     """Turn generator logic ``logic(state, step)`` into a graph node.
 
@@ -303,15 +314,32 @@ def as_node(
     ``next_step(state, outputs, runtime)`` reads the node's input and outputs (its update
     and commands) and names the step, which the node returns as a ``Command(goto=...)``
     (see ``loopgraphs.nodes.routing.add_routed_step``). ``plan`` is the loop's graph as
-    the kit counts its steps (``Step.may_continue``).
+    the kit counts its steps (``Step.may_continue``). When ``begins`` (filled when the
+    graph is compiled) holds a start for ``name``, the node starts a new run itself (see
+    ``loopgraphs.nodes.run_start.starter``) before its logic, which then reads the state
+    as the start leaves it (``channels``: the graph's, to apply it); the graph keeps
+    running totals (``totals``), so one update holds both.
     """
     inner = guard(logic, settings.retry_policy) if guarded else logic
     run = with_settings(inner, settings, name, plan)
 
+    def opened(state: CommonState, runtime: LoopRuntime) -> Mapping[str, object] | None:
+        begin = begins.get(name) if begins else None
+        if begin is None or not starts_run(state):
+            return None
+        return begin(state, runtime)
+
     def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Written:
         commands: list[Command[object]] = []
-        update = run_sync(run(state, config, runtime), config, commands)
-        return written(state, update, commands, runtime)
+        start = opened(state, runtime)
+        if start is None:
+            update = run_sync(run(state, config, runtime), config, commands)
+            return written(state, state, update, commands, runtime)
+        started = cast(CommonState, state_after(channels or {}, state, [start]))
+        if start.get("status") != "running":
+            return written(state, started, {}, commands, runtime, start)
+        update = run_sync(run(started, config, runtime), config, commands)
+        return written(state, started, update, commands, runtime, start)
 
     async def async_node(
         state: CommonState, config: RunnableConfig, runtime: LoopRuntime
@@ -319,26 +347,50 @@ def as_node(
         await load_context(runtime)
         commands: list[Command[object]] = []
         with config_set(config):
-            update = await run_async(run(state, config, runtime), config, commands)
-        return written(state, update, commands, runtime)
+            start = opened(state, runtime)
+            if start is None:
+                update = await run_async(run(state, config, runtime), config, commands)
+                return written(state, state, update, commands, runtime)
+            started = cast(CommonState, state_after(channels or {}, state, [start]))
+            if start.get("status") != "running":
+                return written(state, started, {}, commands, runtime, start)
+            update = await run_async(run(started, config, runtime), config, commands)
+        return written(state, started, update, commands, runtime, start)
 
     def written(
         state: CommonState,
+        started: CommonState,
         update: Mapping[str, object],
         commands: list[Command[object]],
         runtime: LoopRuntime,
+        start: Mapping[str, object] | None = None,
     ) -> Written:
         if totals:  # node logic returns a dict (a TypedDict is one), which this adds to
-            update = add_totals(state, cast(dict[str, object], update))
+            update = add_totals(started, cast(dict[str, object], update))
+        if start is not None:
+            update = with_start(start, update)
         if isinstance(update, dict) and not settings.step_run:
             # node logic returns an update of its loop's state, which holds CommonState's keys
-            update = settle_answer(state, cast(CommonState, update))
+            update = settle_answer(started, cast(CommonState, update))
         if next_step is not None:
             goto = next_step(state, [update, *commands], runtime)
             commands = [*commands, Command(goto=goto)]
         return [update, *commands] if commands else update
 
     return untraced_callable(sync_node, async_node, name=name, subgraph=subgraph)
+
+
+def with_start(start: Mapping[str, object], update: Mapping[str, object]) -> dict[str, object]:
+    """One update of a step that started its run: the start's values and the step's own
+    on top (its ``scratch`` values added to the new run's; its counters are the run's
+    totals already, counted from the start's zeros)."""
+    merged = {**start, **update}
+    if "scratch" in update:
+        merged["scratch"] = {
+            **cast("Mapping[str, object]", start.get("scratch") or {}),
+            **cast("Mapping[str, object]", update["scratch"]),
+        }
+    return merged
 
 
 def add_step(
@@ -353,21 +405,28 @@ def add_step(
     next_step: NextStep | None = None,
     destinations: Sequence[str] = (),
     plan: GraphPlan | None = None,
+    guarded: bool = True,
+    begins: Mapping[str, Begin] | None = None,
 ) -> None:
-    """Add generator logic ``logic(state, step)`` as a guarded node retried by the run's
-    retry policy (drawn with the compiled ``subgraph`` it runs). Its counts are added up
-    the graph's way: by the state's reducers, or as running totals when the counters
-    have none. A ``model_step`` gets the middleware's ``before_model``/``after_model``
-    hooks around it (see ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks
-    the step after it among ``destinations`` (see ``as_node``)."""
+    """Add generator logic ``logic(state, step)`` as a node retried by the run's retry
+    policy (drawn with the compiled ``subgraph`` it runs), ``guarded`` (see ``as_node``)
+    unless told otherwise. Its counts are added up the graph's way: by the state's
+    reducers, or as running totals when the counters have none. A ``model_step`` gets
+    the middleware's ``before_model``/``after_model`` hooks around it (see
+    ``loopgraphs.nodes.hooks``). With ``next_step`` the node picks the step after it
+    among ``destinations``; with a start in ``begins`` it starts a new run itself (see
+    ``as_node``)."""
     node = as_node(
         name,
         logic,
         settings,
+        guarded=guarded,
         totals=keeps_totals(builder),
         subgraph=subgraph,
         next_step=next_step,
         plan=plan,
+        begins=begins,
+        channels=state_channels(builder),
     )
     ends = tuple(dict.fromkeys(destinations)) or None
     builder.add_node(name, node, retry_policy=settings.retry_policy, destinations=ends)

@@ -247,15 +247,26 @@ def failed_calls(exc: BaseException) -> int:
 
 
 def all_failed(outcomes: Sequence[object]) -> BaseException:
-    """The exception to raise when every one of concurrent calls failed, carrying how many
-    requests were sent in all."""
+    """The exception to raise when every one of concurrent calls failed (the outcomes of
+    ``in_parallel``, say), carrying how many requests were sent in all: the node's guard
+    counts them in ``llm_calls``.
+
+    Args:
+        outcomes: Per call, its result or the exception it raised (at least one).
+    """
     errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     mark_sent(errors[0], sum(failed_calls(error) for error in errors))
     return errors[0]
 
 
 def failed_requests(outcomes: Sequence[object]) -> int:
-    """How many model requests failed among the outcomes of concurrent calls."""
+    """How many model requests failed among the outcomes of concurrent calls (those of
+    ``in_parallel``, say): a step that keeps the calls that succeeded adds these to its
+    ``llm_calls``, so that every request sent is counted.
+
+    Args:
+        outcomes: Per call, its result or the exception it raised.
+    """
     return sum(failed_calls(o) for o in outcomes if isinstance(o, BaseException))
 
 

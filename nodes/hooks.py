@@ -19,9 +19,8 @@ run stops it before the model could answer (a call limit, say): the status is
 "max_iterations" and the answer the best one the run had before the hook's message.
 ``jump_to`` is never part of the state a user sees.
 
-The first model step of ReAct (``generate``) gets create_agent's node names
-(``"{name}.before_model"``); the hooks of a loop's other model steps are named after the
-step too (``"{name}.before_model.{step}"``).
+ReAct's first model step (``generate``) gets create_agent's node names
+(``"{name}.before_model"``); other model steps' hooks add the step's (``".{step}"``).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from loopgraphs.internals import Channels, declared_jumps, state_channels, untra
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middleware, Middlewares, defines
+from loopgraphs.nodes.own_reply import seeing_own_reply
 from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
 from loopgraphs.state import (
     CommonState,
@@ -69,6 +69,15 @@ def can_jump_to(middleware: Middleware, hook: str) -> list[str]:
     return []
 
 
+def tool_jump_refused(middleware: Middleware, hook: str, loop: str) -> ValueError:
+    """The error for a hook that may jump to 'tools' in a loop without a tool step."""
+    return ValueError(
+        f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but {loop} "
+        "has no tool step; use it with a loop that runs its tool calls itself (one whose "
+        "graph has the call_tool step) or drop 'tools' from can_jump_to"
+    )
+
+
 def _hook_node(
     middleware: Middleware,
     hook: str,
@@ -77,13 +86,14 @@ def _hook_node(
     follows: Channels | None = None,
 ) -> Runnable[Any, Any]:
     """A node running one hook: the sync method under ``invoke``, the async one under
-    ``ainvoke`` (a hook defined only sync runs in a worker thread there, as in
-    create_agent). With ``settles`` (the graph's channels) the node also reads a finished
-    run's answer again once the hook's update is applied (see ``_settled``); with
-    ``follows`` it moves the start of the run's transcript to where the hook's update
-    leaves the run's own messages (see ``_following``)."""
+    ``ainvoke`` (a sync-only hook runs in a worker thread there, as in create_agent).
+    ``settles`` (the graph's channels): read a finished run's answer again after the
+    hook's update (``_settled``); ``follows``: move the run's transcript start to where
+    the update leaves the run's own messages (``_following``)."""
     sync = getattr(middleware, hook) if defines(middleware, hook) else None
     asynchronous = getattr(middleware, f"a{hook}") if defines(middleware, f"a{hook}") else None
+    if hook == "after_model":
+        sync, asynchronous = seeing_own_reply(sync, asynchronous)
     if hook == "after_model" and "end" in can_jump_to(middleware, hook):
         sync, asynchronous = _noting_close(sync, asynchronous)
     if follows is not None:
@@ -361,8 +371,15 @@ class LoopGraph(LoopBuilder):
     def finish_hooks(self) -> None:
         """Wire the ``before_agent`` hooks between ``START`` and the loop's first node, and
         the last ``after_model`` node of each step to where the step's edges go (call
-        after the loop's own edges are in)."""
+        after the loop's own edges are in). A loop without the tool step it was wired for
+        refuses a model hook that may jump to 'tools'."""
         wiring = getattr(self, "wiring", None)
+        if wiring is not None and wiring.tools_node not in self.nodes:
+            wiring.tools_node = None  # its tools, if any, run in a loop inside its steps
+            for hook in ("before_model", "after_model"):
+                for middleware in wiring.middleware.with_hook(hook):
+                    if "tools" in can_jump_to(middleware, hook):
+                        raise tool_jump_refused(middleware, hook, wiring.loop)
         if wiring is None or not wiring.agent_hooks:
             return
         before = wiring.middleware.with_hook("before_agent")
@@ -407,12 +424,7 @@ class LoopGraph(LoopBuilder):
                 StateGraph.add_conditional_edges(self, source, path, [default])
             return
         if "tools" in jumps and wiring.tools_node is None:
-            raise ValueError(
-                f"middleware {middleware.name}: its {hook} hook may jump to 'tools', but "
-                f"{wiring.loop} has no tool step; use it with a loop that runs its tool "
-                "calls itself (one whose graph has the call_tool step) or drop 'tools' from "
-                "can_jump_to"
-            )
+            raise tool_jump_refused(middleware, hook, wiring.loop)
         model_step = step or wiring.first_model_step
         targets = {
             "model": wiring.entry(model_step) if model_step else default,

@@ -110,7 +110,7 @@ class InnerLoop:
     them.
 
     Args:
-        spec: The inner loop (ReAct, say).
+        spec: The inner loop (ReAct, say); kept as ``spec``.
         settings: The calling loop's settings; the inner loop runs with them.
         options: The calling loop's shared options (its schemas and middleware).
         **own: The inner loop's own keywords (its defaults for the rest).
@@ -123,6 +123,7 @@ class InnerLoop:
         options: Mapping[str, object],
         **own: object,
     ) -> None:
+        self.spec = spec
         resolved = spec.resolve(own)
         budget = resolved.get(spec.iterations_option) if spec.iterations_option else None
         self.settings = dataclasses.replace(
@@ -137,6 +138,12 @@ class InnerLoop:
         self.round_steps = max(plan.counts(main).round, 1) if main else 3
         self.extra = caller_keys(options)
         self.reducers = caller_reducers(options)
+
+    def selects_tools(self, runtime: LoopRuntime) -> bool:
+        """Whether an inner run picks its tools first: it has more tools (the run's
+        context applied) than the inner loop's ``selects_tools_above``."""
+        above = self.spec.selects_tools_above
+        return above is not None and len(self.settings.for_run(runtime).tools) > above
 
     def limited(self, runtime: LoopRuntime, max_iterations: int) -> object:
         """The run context that gives the inner loop ``max_iterations`` iterations: the caller's
@@ -237,6 +244,27 @@ class InnerLoop:
 
 
 _ABSENT = object()
+
+
+def most_calls(
+    spec: LoopSpec[Any], options: Mapping[str, object], *, tool_selection: bool = False
+) -> int:
+    """The most model calls one run of ``spec`` makes: its ``call_budget`` for ``options``
+    (its own keywords, checked; the rest at their defaults), the calls that pick its tools
+    included with ``tool_selection`` (for a loop that does, see
+    ``LoopSpec.selects_tools_above``). A loop running another inside its steps counts
+    those runs with it.
+
+    Raises:
+        TypeError, ValueError: a keyword is of the wrong type or out of range.
+        ValueError: the loop declares no ``call_budget``.
+    """
+    if spec.call_budget is None:
+        raise ValueError(f"loop {spec.name} declares no call_budget")
+    resolved = spec.resolve(options)
+    if tool_selection and spec.selects_tools_above is not None:
+        return spec.call_budget(resolved, tool_selection=True)
+    return spec.call_budget(resolved)
 
 
 def ended_by_hook(out: Mapping[str, object]) -> bool:

@@ -38,6 +38,7 @@ from langchain_core.runnables.config import (
 )
 from langgraph.constants import TAG_HIDDEN
 
+from loopgraphs.nodes.parsing.react import FINAL_ACTIONS
 from loopgraphs.nodes.parsing.text import content_text
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -49,19 +50,21 @@ class AnswerField:
 
     Attributes:
         field: The key whose string value is the answer.
-        when: A key and the value it holds when the reply is an answer (None: always).
+        when: A key and the values it may hold when the reply is an answer, any case and
+            spacing around them (None: always). ReAct's are the final-answer actions its
+            parser accepts (``final_answer``, ``Final Answer``, ``finish``...).
     """
 
     field: str = "action_input"
-    when: tuple[str, str] | None = ("action", "final_answer")
+    when: tuple[str, frozenset[str]] | None = ("action", FINAL_ACTIONS)
 
     def read(self, text: str) -> str | None:
         """The answer's text written so far in ``text`` (a JSON object, maybe cut
         anywhere), or None while the reply is not (yet) known to be an answer."""
         if self.when is not None:
-            key, value = self.when
+            key, values = self.when
             found = re.search(rf'"{re.escape(key)}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
-            if found is None or _decoded(found.group(1))[0] != value:
+            if found is None or _decoded(found.group(1))[0].strip().lower() not in values:
                 return None
         start = re.search(rf'"{re.escape(self.field)}"\s*:\s*"', text)
         if start is None:

@@ -108,6 +108,7 @@ def evaluate(
     fallback: Callable[[str], dict[str, Any] | None] | None = None,
     history: Sequence[BaseMessage] | None = None,
     max_calls: int = 2,
+    media: Sequence[dict[str, object]] = (),
 ) -> Generator[Request, Any, Parsed[JudgedT]]:
     """Judge one candidate (an answer, an attempt): a ``Verdict``, a ``Value`` or a
     schema of the loop's own.
@@ -124,9 +125,15 @@ def evaluate(
         fallback: Reads the judgement from a free-text reply when no JSON is found.
         history: Read before the prompt (default: the user's earlier turns).
         max_calls: Most requests (a reformat retry needs 2).
+        media: Images and files the candidate holds (its tool results'), sent with the
+            prompt after the question's (see ``prompt_message``).
 
     Returns:
         The ``Parsed`` judgement (its ``value`` None when no reply could be read).
+
+    Raises:
+        TypeError: a schema of the loop's own came without its ``prompt``.
+        ValueError: ``max_calls`` is below 1.
     """
     check_step(step, "evaluate")
     asked_about = request_of(state) if question is None else question
@@ -142,7 +149,7 @@ def evaluate(
             f"evaluate: no prompt for {schema.__name__}; pass prompt= (a template with "
             "{question} and {answer})"
         )
-    asked = [*_history(step, state, history), prompt_message(state, text)]
+    asked = [*_history(step, state, history), prompt_message(state, text, media)]
     result: Parsed[JudgedT] = yield from parse(
         step,
         state,
@@ -171,9 +178,10 @@ def reflect(
     feedback: str,
     *,
     question: str | None = None,
-    prompt: str = prompts.REFLECT_USER,
+    prompt: str | None = None,
     instructions: Instructions = prompts.REFLECT_SYSTEM,
     history: Sequence[BaseMessage] | None = None,
+    media: Sequence[dict[str, object]] = (),
 ) -> Generator[Request, Any, Reflection]:
     """Write a lesson from a failed attempt, for the next attempt to apply (one call).
 
@@ -184,21 +192,26 @@ def reflect(
         feedback: Why it failed (an evaluator's feedback, a tool's error).
         question: The question (default: the user's request).
         prompt: The request's template, with ``{question}``, ``{answer}`` and
-            ``{feedback}``.
+            ``{feedback}`` (default: the kit's).
         instructions: The system text.
         history: Read before the prompt (default: the user's earlier turns).
+        media: Images and files the attempt holds (its tool results'), sent with the
+            prompt after the question's (see ``prompt_message``).
 
     Returns:
         The ``Reflection``: the model's lesson, or, when it wrote none, one made from the
         feedback.
     """
     check_step(step, "reflect")
-    text = prompt.format(
+    template = prompts.REFLECT_USER
+    if prompt is not None:
+        template = prompt
+    text = template.format(
         question=request_of(state) if question is None else question,
         answer=attempt[:MAX_CANDIDATE_CHARS],
         feedback=feedback.strip() or "none given",
     )
-    asked = [*_history(step, state, history), prompt_message(state, text)]
+    asked = [*_history(step, state, history), prompt_message(state, text, media)]
     turn = yield from generate(
         step,
         state,

@@ -26,23 +26,32 @@ the answer checks and the chat rules come with them.
 from __future__ import annotations
 
 import functools
-import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable
-from langgraph.graph import END
+from langgraph.graph import START
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs.nodes.build import compile_loop, merged, new_graph
-from loopgraphs.nodes.driver import LogicFactory, add_step, takes_runtime
+from loopgraphs.nodes.driver import Begin, add_step, keeps_totals
+from loopgraphs.nodes.fan_out import Tasks, add_fan_out, spreading
+from loopgraphs.nodes.hooks import FINISH, STOPPED
+from loopgraphs.nodes.kit_routing import (
+    KitRouter,
+    StepLogic,
+    as_logic,
+    kit_router,
+    literal_targets,
+    while_running,
+)
 from loopgraphs.nodes.options import OwnOption, own_options, resolved, signature_of
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, add_routed_step, route
-from loopgraphs.nodes.run_start import add_start
+from loopgraphs.nodes.run_start import add_start, starter
 from loopgraphs.nodes.settings import (
     LoopOptions,
     LoopSettings,
@@ -71,13 +80,6 @@ REVIEW = "review"
 
 # A loop's own starting values: ``opening(state, step)``, written by its ``prepare`` node.
 Opening = Callable[[Any, Step[Any]], Mapping[str, object]]
-# A step's logic: ``logic(state, step)``, a function returning the keys it changes or a
-# generator that yields the kit's requests and returns them (the state is the loop's own
-# TypedDict, so the first parameter stays open).
-StepLogic = Callable[[Any, Step[Any]], Any]
-# A router: ``router(state)`` or ``router(state, step)``, naming the next step (or
-# ``Send``s into a step run as several tasks).
-KitRouter = Callable[..., str | list[Send]]
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,11 @@ class LoopSpec(Generic[OptionsT]):
         main_step: The model step whose middleware hooks get create_agent's node names
             (default: the first model step the build adds).
         call_budget: The most model calls one run can make, from the loop's resolved
-            keywords (documented on the loop's page, held by the tests).
+            keywords (documented on the loop's page, held by the tests; see
+            ``loopgraphs.nodes.most_calls``).
         studio_options: Keywords of the graph served to LangGraph Studio.
+        selects_tools_above: Above this many tools a run first picks the ones it uses
+            (``call_budget(options, tool_selection=True)``); None: it never does.
         writes_tool_calls: The loop writes every tool call itself (from a plan it
             parsed), never in a model step's reply: a ``HumanInTheLoopMiddleware``, whose
             ``after_model`` hook reads model steps' replies only, then reviews them in the
@@ -120,8 +125,9 @@ class LoopSpec(Generic[OptionsT]):
     budget_option: str = "max_iterations"
     iterations_option: str | None = None
     main_step: str | None = None
-    call_budget: Callable[[Mapping[str, Any]], int] | None = None
+    call_budget: Callable[..., int] | None = None
     studio_options: Mapping[str, object] = field(default_factory=dict)
+    selects_tools_above: int | None = None
     writes_tool_calls: bool = False
     _factory: list[Callable[..., Any]] = field(default_factory=list, repr=False, compare=False)
 
@@ -319,6 +325,11 @@ class LoopBuild(Generic[OptionsT]):
         )
         self.plan = GraphPlan()
         self._start: Callable[[], None] | None = None
+        # The steps added with ``step`` (a start can be made in one), and the start a
+        # step makes (filled when the graph is compiled, see ``add_start``).
+        self._steps: set[str] = set()
+        self._begins: dict[str, Begin] = {}
+        self._fan_outs: dict[str, Tasks] = {}
 
     @property
     def options(self) -> OptionsT:
@@ -333,32 +344,51 @@ class LoopBuild(Generic[OptionsT]):
         targets: Sequence[str] = (),
         scratch: Mapping[str, object] | None = None,
     ) -> None:
-        """Add the run's first node, ``prepare``: it checks the input, resets the counters
-        and the bookkeeping, records the tool mode, writes the loop's ``opening(state,
-        step)`` and leads to ``then`` (a step's name, or a router among ``targets``).
-        A run whose graph has too few supersteps left to reach the end ends at once
-        (``status="max_iterations"``)."""
+        """Start every run: check the input, reset the counters and the bookkeeping,
+        record the tool mode, write the loop's ``opening(state, step)`` and lead to
+        ``then`` (a step's name, or a router among ``targets``). A run whose graph has too
+        few supersteps left to reach the end ends at once (``status="max_iterations"``).
+
+        When ``then`` is a step the build adds with ``step``, no middleware hook runs before
+        it and the state keeps running totals (``TotalsState``: the step writes them
+        plainly), that step starts a new run itself, in the superstep it runs in; else the
+        start is a node of its own, ``prepare``, which leads to ``then``."""
 
         def opened(state: CommonState, step: Step[Any]) -> Mapping[str, object]:
             update = dict(opening(state, step)) if opening is not None else {}
-            if not step.may_finish(state):
+            if update.get("status") != "error" and not step.may_finish(state):
                 update.update(status="max_iterations", answer="")
             return update
 
         router, leads_to = self._router(then, targets, "prepare")
-        self.plan.lead("prepare", leads_to)
-        # Added when the graph is compiled: its way on enters the first step through the
-        # step's hook nodes, which exist once the step is added.
-        self._start = functools.partial(
-            add_start,
-            self.graph,
-            self.settings,
-            opened,
-            while_running(router),
-            leads_to,
-            scratch=scratch,
-            plan=self.plan,
-        )
+        inline = isinstance(then, str) and not targets and keeps_totals(self.graph)
+        inline = inline and getattr(self.graph, "wiring", None) is None
+        if not inline:
+            self.plan.lead("prepare", leads_to)
+
+        # Made when the graph is compiled: the first step's node is added by then, and the
+        # way on from ``prepare`` enters it through the step's hook nodes.
+        def made() -> None:
+            if inline and then in self._steps:
+                first = str(then)
+                self._begins[first] = starter(
+                    self.graph, self.settings, opened, scratch=scratch, plan=self.plan, node=first
+                )
+                self.graph.add_edge(START, first)
+                return
+            if inline:
+                self.plan.lead("prepare", leads_to)
+            add_start(
+                self.graph,
+                self.settings,
+                opened,
+                while_running(router),
+                leads_to,
+                scratch=scratch,
+                plan=self.plan,
+            )
+
+        self._start = made
 
     def step(
         self,
@@ -371,6 +401,8 @@ class LoopBuild(Generic[OptionsT]):
         calls_tools: bool = False,
         settles_answer: bool = False,
         subgraph: Runnable[Any, Any] | None = None,
+        fan_out: Tasks | None = None,
+        guarded: bool = True,
     ) -> None:
         """Add a step of the loop's logic: ``logic(state, step)``, a function returning
         the keys it changes, or a generator that yields the kit's requests
@@ -391,16 +423,24 @@ class LoopBuild(Generic[OptionsT]):
             settles_answer: Read the run's answer again after the ``after_model`` hooks,
                 which may rewrite it.
             subgraph: A compiled graph the step runs (drawn inside it).
+            fan_out: Run the step as concurrent tasks, one per ``Send`` that
+                ``fan_out(state)`` gives, joining at ``then`` (see ``nodes.fan_out``).
+            guarded: An exception ends the run with ``status="error"`` (see ``guard``);
+                False: it reaches the caller (a malformed value a human resumed with).
         """
-        if name in (TOOL_STEP, REVIEW, "prepare"):
+        if name in (TOOL_STEP, REVIEW, "prepare", FINISH, STOPPED):
             raise ValueError(f"{name!r} is the name of a kit step; name the loop's step otherwise")
         driven = as_logic(logic)
+        self._steps.add(name)
         if model:
             middleware = self.settings.middleware
-            hooks = len(middleware.with_hook("before_model")) + len(
-                middleware.with_hook("after_model")
-            )
-            self.plan.weigh(name, 1 + hooks)
+            before = len(middleware.with_hook("before_model"))
+            after = len(middleware.with_hook("after_model"))
+            self.plan.weigh(name, before + 1 + after, after=after)
+        if fan_out is not None:
+            add_fan_out(self.graph, self.settings, self.plan, name, driven, fan_out, then, model)
+            self._fan_outs[name] = fan_out
+            return
         if then is None:
             add_step(
                 self.graph,
@@ -411,6 +451,8 @@ class LoopBuild(Generic[OptionsT]):
                 model_step=model,
                 settles_answer=settles_answer,
                 subgraph=subgraph,
+                guarded=guarded,
+                begins=self._begins,
             )
             return
         extra = [REVIEW, TOOL_STEP] if calls_tools and self.settings.review else []
@@ -428,12 +470,22 @@ class LoopBuild(Generic[OptionsT]):
             model_step=model,
             settles_answer=settles_answer,
             subgraph=subgraph,
+            guarded=guarded,
+            begins=self._begins,
         )
 
-    def tool_step(self, then: str | KitRouter, *, targets: Sequence[str] = ()) -> None:
+    def tool_step(
+        self,
+        then: str | KitRouter,
+        *,
+        targets: Sequence[str] = (),
+        after_review: str | None = None,
+    ) -> None:
         """Add the kit's tool step (``call_tool``: the calls of the last reply run through
         LangGraph's ``ToolNode`` inside the guard) and, when tool calls are reviewed, the
-        human review before it; after the tools the run goes to ``then``."""
+        human review before it; after the tools the run goes to ``then`` (a step's name,
+        or a router among ``targets``), and from the review to ``after_review`` when no
+        call is left to run (None: the run stops there)."""
         if not self.spec.takes_tools:
             raise ValueError(
                 f"loop {self.spec.name} takes no tools: declare it with takes_tools=True "
@@ -449,8 +501,10 @@ class LoopBuild(Generic[OptionsT]):
             route(self.graph, TOOL_STEP, router, leads_to)
         if self.settings.review:
             self.graph.add_node(REVIEW, review_node(self.settings))
-            self.plan.lead(REVIEW, [TOOL_STEP])
-            route(self.graph, REVIEW, reviewed_calls, [TOOL_STEP])
+            after = [TOOL_STEP] if after_review is None else [TOOL_STEP, after_review]
+            self.plan.lead(REVIEW, after)
+            reviewed = functools.partial(reviewed_calls, otherwise=after_review)
+            route(self.graph, REVIEW, reviewed, after)
 
     def route(self, source: str, then: str | KitRouter, targets: Sequence[str] = ()) -> None:
         """Lead from ``source`` (a node added with the graph's own ``add_node``, or a step
@@ -472,8 +526,6 @@ class LoopBuild(Generic[OptionsT]):
             ValueError: the build added no start (``start``).
         """
         self.add_start()
-        if self.spec.takes_tools and TOOL_STEP not in self.graph.nodes:
-            self._check_no_tool_jumps()
         return compile_loop(
             self.graph, self.settings, self.caller_options, default_name=self.spec.name
         )
@@ -491,84 +543,17 @@ class LoopBuild(Generic[OptionsT]):
             )
         self._start()
 
-    def _check_no_tool_jumps(self) -> None:
-        wiring = getattr(self.graph, "wiring", None)
-        if wiring is not None:
-            wiring.tools_node = None
-
     def _router(
         self, then: str | KitRouter, targets: Sequence[str], source: str
     ) -> tuple[Router, list[str]]:
-        """A router of the graph's kind (``router(state[, runtime])``) for ``then``."""
+        """A router of the graph's kind for ``then`` (a fan-out step's tasks: ``spreading``)."""
         if isinstance(then, str):
             target = then
-            return (lambda state: target), [target]
-        leads_to = [*targets] or literal_targets(then)
-        return kit_router(then, self.settings, self.plan, source), leads_to
-
-
-def as_logic(step: StepLogic) -> LogicFactory:
-    """A step's logic as the node runner drives it: a generator function as it is, a
-    plain function of ``(state, step)`` as a generator that returns its update."""
-    called = step.func if isinstance(step, functools.partial) else step
-    if inspect.isgeneratorfunction(called):
-        return step
-
-    @functools.wraps(step)
-    def logic(state: Any, kit_step: Step[Any]) -> Any:
-        yield from ()
-        return step(state, kit_step)
-
-    return logic
-
-
-def literal_targets(router: Callable[..., object]) -> list[str]:
-    """The steps a router's ``-> Literal[...]`` return annotation names (empty when it
-    has none)."""
-    try:
-        hint = typing.get_type_hints(router).get("return")
-    except Exception:
-        return []
-    if typing.get_origin(hint) is not Literal:
-        return []
-    return [str(value) for value in typing.get_args(hint)]
-
-
-def kit_router(router: KitRouter, settings: LoopSettings, plan: GraphPlan, source: str) -> Router:
-    """``router(state)`` or ``router(state, step)`` as the graph calls routers: the step
-    (the run's settings with its context, its options, its budget) made from the
-    runtime."""
-    takes_step = _positional(router) > 1
-    if not takes_step:
-        return router
-    name = getattr(router, "__name__", f"route_{source}")
-
-    def with_step(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
-        return router(state, Step(settings.for_run(runtime), runtime, {}, source, plan))
-
-    with_step.__name__ = name
-    return with_step
-
-
-def _positional(function: Callable[..., object]) -> int:
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    parameters = inspect.signature(function).parameters.values()
-    return sum(parameter.kind in kinds for parameter in parameters)
-
-
-def while_running(router: Router) -> Router:
-    """``router``, while the run's status is "running"; the end once the run is over."""
-    if takes_runtime(router):
-
-        def running_with(state: Mapping[str, object], runtime: LoopRuntime) -> str | list[Send]:
-            return router(state, runtime) if state.get("status") == "running" else END
-
-        return running_with
-
-    def running(state: Mapping[str, object]) -> str | list[Send]:
-        return router(state) if state.get("status") == "running" else END
-
-    return running
+            router, leads_to = cast(Router, lambda state: target), [target]
+        else:
+            leads_to = [*targets] or literal_targets(then)
+            router = kit_router(then, self.settings, self.plan, source)
+        return spreading(router, self._fan_outs, leads_to, self.graph), leads_to
 
 
 def tool_calls(state: Mapping[str, object], step: Step[Any]) -> str | list[Send]:
@@ -577,20 +562,19 @@ def tool_calls(state: Mapping[str, object], step: Step[Any]) -> str | list[Send]
     return pending_step(step.run, state)
 
 
-def reviewed_calls(state: Mapping[str, object]) -> list[Send]:
-    """After the review: one tool-step task per call the reviewer let through."""
-    return dispatch(pending_calls(cast("Sequence[Any]", state.get("messages") or [])))
+def reviewed_calls(state: Mapping[str, object], otherwise: str | None = None) -> str | list[Send]:
+    """After the review: one tool-step task per call the reviewer let through; when none
+    is left, ``otherwise`` (a step's name), or an empty list when it is None."""
+    calls = dispatch(pending_calls(cast("Sequence[Any]", state.get("messages") or [])))
+    return calls or otherwise or []
 
 
 __all__ = [
-    "END",
     "REVIEW",
     "TOOL_STEP",
     "LoopBuild",
     "LoopSpec",
     "Opening",
-    "StepLogic",
-    "kit_router",
     "reviewed_calls",
     "tool_calls",
 ]

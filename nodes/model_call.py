@@ -50,6 +50,7 @@ from loopgraphs.nodes.json_stream import AnswerField, AnswerRelay, AsyncAnswerRe
 from loopgraphs.nodes.model_send import (
     PLAIN,
     LoopRequest,
+    MessageView,
     Reader,
     RequestForm,
     prepare,
@@ -206,6 +207,7 @@ class ModelCall:
     name: str | None = None
     purpose: str | None = None
     answer: AnswerField | None = None
+    view: MessageView | None = None
 
     def sent_with(
         self, config: RunnableConfig, *, asynchronous: bool = False
@@ -238,7 +240,7 @@ class ModelCall:
         sent = self.sent_with(config)
 
         def handler(request: LoopRequest) -> ModelResponse:
-            runnable, prompt, read = prepare(request, self.form, self.known_tools)
+            runnable, prompt, read = prepare(request, self.form, self.known_tools, self.view)
             target, options = unbound(runnable)
             try:
                 output, error = target.invoke(prompt, sent, **options), None
@@ -258,7 +260,7 @@ class ModelCall:
         )
 
         async def handler(request: LoopRequest) -> ModelResponse:
-            runnable, prompt, read = prepare(request, self.form, self.known_tools)
+            runnable, prompt, read = prepare(request, self.form, self.known_tools, self.view)
             target, options = unbound(runnable)
             try:
                 output, error = await target.ainvoke(prompt, passed, **options), None
@@ -335,6 +337,7 @@ class ModelCaller:
     chain: ModelChain | None = None
     known_tools: frozenset[str] | None = None
     name: str | None = None
+    view: MessageView | None = None
 
     def call(
         self,
@@ -381,7 +384,7 @@ class ModelCaller:
             runtime=self.runtime,
         )
         known = self.known_tools if tools else None
-        return ModelCall(request, form, self.chain, known, self.name, purpose, answer)
+        return ModelCall(request, form, self.chain, known, self.name, purpose, answer, self.view)
 
 
 def caller_for(model: ModelCaller | BaseChatModel) -> ModelCaller:

@@ -12,7 +12,10 @@
 In json and text modes the loop's instructions and worked examples are rendered from the
 request's tools, so a middleware that narrows ``request.tools`` changes what the model is
 offered in every mode. The loop's instructions follow the request's system message (the
-caller's ``system_prompt``) in one system message.
+caller's ``system_prompt``) in one system message. The request's ``model_settings``
+(``temperature``, say) go with it in every form but the structured-output levels: bound to
+the model, or, where the form wraps the model (json mode), set as its fields
+(``with_fields``).
 """
 
 from __future__ import annotations
@@ -87,18 +90,27 @@ PLAIN = RequestForm()
 
 
 Reader = Callable[[object], ModelResponse]
+MessageView = Callable[[Sequence[AnyMessage]], list[AnyMessage]]
+"""How a request's messages are shown to the model (see ``prepare``)."""
 
 
 def prepare(
-    request: LoopRequest, form: RequestForm, known: frozenset[str] | None = None
+    request: LoopRequest,
+    form: RequestForm,
+    known: frozenset[str] | None = None,
+    view: MessageView | None = None,
 ) -> tuple[Sender, list[BaseMessage], Reader]:
-    """The runnable to call, its input and how to read its output, for one request.
+    """The runnable to call, its input and how to read its output, for one request; its
+    messages as ``view`` shows them to the model (tool results cut and fenced: the thread
+    keeps them as the tools returned them).
 
     Raises:
         ValueError: the request offers a tool the loop cannot run (``known`` lists the
             ones it can; None when a ``wrap_tool_call`` middleware may run others).
     """
     model = request.model
+    if view is not None:
+        request = request.override(messages=view(request.messages))
     tools = [tool for tool in request.tools if not isinstance(tool, dict)]
     if known is not None:
         unknown = [getattr(tool, "name", str(tool)) for tool in tools]
@@ -137,9 +149,10 @@ def prepare(
             if form.schema is not None
             else action_schema(registry, require=require, thoughts=form.thoughts)
         )
-        structured, wrapped = _json_level(model, schema)
+        structured, wrapped = _json_level(with_fields(model, request.model_settings), schema)
         return structured, [*head, *body], _action_reader(wrapped)
-    return model, [*head, *body], _read_reply
+    settings = request.model_settings
+    return (model.bind(**settings) if settings else model), [*head, *body], _read_reply
 
 
 RAW_REPLY = "loopgraphs_reply"
@@ -375,6 +388,27 @@ def bound_model(
         bound = model.bind_tools(list(tools), **options, **(settings or {}))
         cached = _bound[key] = (model, list(tools), bound)
     return cached[2]
+
+
+_with_fields: dict[tuple[int, str], tuple[object, BaseChatModel]] = {}
+
+
+def with_fields(model: BaseChatModel, settings: Mapping[str, Any]) -> BaseChatModel:
+    """``model`` with ``settings`` set as its own fields (a copy, made once per model and
+    settings), for a form that wraps the model (its structured output), where keyword
+    arguments bound to it would not reach the request. Settings that are not fields of
+    the model's class are left out; none left: the model as it is."""
+    fields = getattr(type(model), "model_fields", {})
+    own = {key: value for key, value in settings.items() if key in fields}
+    if not own:
+        return model
+    key = (id(model), repr(sorted(own.items())))
+    cached = _with_fields.get(key)
+    if cached is None:
+        if len(_with_fields) >= 256:
+            _with_fields.clear()
+        cached = _with_fields[key] = (model, model.model_copy(update=own))
+    return cached[1]
 
 
 def unbound(runnable: Sender) -> tuple[Sender, Mapping[str, Any]]:

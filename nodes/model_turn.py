@@ -46,6 +46,8 @@ def model_turn(
     *,
     require: str | None = None,
     runtime: LoopRuntime | None = None,
+    purpose: str | None = None,
+    model_settings: Mapping[str, object] | None = None,
 ) -> Generator[ModelCall, Any, TotalsState]:
     """One model call in the run's tool mode, with ``auto`` mode's fallbacks (native →
     json → text when the provider refuses the form). Models that think better without a
@@ -53,7 +55,9 @@ def model_turn(
 
     Returns the state update: the reply (as sent), ``llm_calls``, ``usage``, ``tool_mode``.
     A json-mode turn is an internal call (``JSON_TURN``): its JSON never streams, the
-    node stores the reply as the chat shows it.
+    node stores the reply as the chat shows it. With a ``purpose`` the turn is internal
+    in every mode (a candidate of a search: nothing of it streams). ``model_settings``
+    go with the request in every mode.
     """
     model = settings.chat_model
     registry = run_registry(settings, state)
@@ -73,9 +77,17 @@ def model_turn(
             tools = [*tools, *settings.provider_tools]
         choice = None if mode == "native" and require == "none" else require
         # A json step is JSON: the chat shows it once stored (its thought, its answer).
-        purpose, answer = (JSON_TURN, REACT_ANSWER) if mode == "json" else (None, None)
+        internal, answer = (JSON_TURN, REACT_ANSWER) if mode == "json" else (None, None)
+        if purpose is not None:
+            internal, answer = purpose, None
         return ask.call(
-            history, form, tools=tools, tool_choice=choice, purpose=purpose, answer=answer
+            history,
+            form,
+            tools=tools,
+            tool_choice=choice,
+            purpose=internal,
+            answer=answer,
+            model_settings=model_settings,
         )
 
     # The forms to try, in order: native tool calls (the only one when the user chose

@@ -18,6 +18,7 @@ options.
 from __future__ import annotations
 
 import inspect
+import operator
 import types
 import typing
 from collections.abc import Mapping
@@ -38,14 +39,16 @@ class Option:
         default: The value when the caller gives none (``REQUIRED``: the caller must).
         doc: One sentence saying what the keyword does (shown by ``loopgraphs list`` and
             in the factory's signature).
-        minimum: Smallest value of a number.
-        maximum: Largest value of a number.
+        minimum: Smallest value of a number, or the name of another of the loop's
+            keywords whose value is the smallest.
+        maximum: Largest value of a number, or the name of another of the loop's
+            keywords whose value is the largest (``beam_width`` at most ``n_branches``).
     """
 
     default: Any = REQUIRED
     doc: str = ""
-    minimum: float | None = None
-    maximum: float | None = None
+    minimum: float | str | None = None
+    maximum: float | str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,17 +75,34 @@ class OwnOption:
         """
         checked = _checked(self.hint, value)
         if checked is _MISFIT:
-            raise TypeError(
+            # A value of a choice's type that is none of the choices is out of range.
+            near = any(type(value) is type(choice) for choice in choices_of(self.hint))
+            raise (ValueError if near else TypeError)(
                 f"{loop}: {self.name} must be {_described(self.hint)}; got {value!r} "
                 f"({type(value).__name__})"
             )
-        low, high = self.option.minimum, self.option.maximum
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if low is not None and value < low:
-                raise ValueError(f"{loop}: {self.name} must be >= {_number(low)}; got {value}")
-            if high is not None and value > high:
-                raise ValueError(f"{loop}: {self.name} must be <= {_number(high)}; got {value}")
+        self.check_bounds(loop, value)
         return value
+
+    def check_bounds(
+        self, loop: str, value: object, given: Mapping[str, object] | None = None
+    ) -> None:
+        """Check a number against the keyword's bounds: those that are numbers, and those
+        naming another keyword whose value is in ``given`` (the loop's keywords).
+
+        Raises:
+            ValueError: naming the keyword, the bound and what it got.
+        """
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return
+        for bound, sign, beyond in (
+            (self.option.minimum, ">=", operator.lt),
+            (self.option.maximum, "<=", operator.gt),
+        ):
+            limit = (given or {}).get(bound) if isinstance(bound, str) else bound
+            if isinstance(limit, (int, float)) and beyond(value, limit):
+                shown = f"{bound} ({limit})" if isinstance(bound, str) else _number(limit)
+                raise ValueError(f"{loop}: {self.name} must be {sign} {shown}; got {value}")
 
 
 def own_options(options: type[Any], shared: type[Any]) -> tuple[OwnOption, ...]:
@@ -118,6 +138,14 @@ def own_options(options: type[Any], shared: type[Any]) -> tuple[OwnOption, ...]:
                 f"{name}: Annotated[{_type_name(inner)}, Option(default, 'what it does')]"
             )
         found.append(OwnOption(name, inner, declared[-1]))
+    names = {own.name for own in found}
+    for own in found:
+        for bound in (own.option.minimum, own.option.maximum):
+            if isinstance(bound, str) and bound not in names:
+                raise TypeError(
+                    f"{options.__name__}.{own.name} is bounded by {bound!r}, which is not "
+                    f"one of its keywords ({', '.join(sorted(names))})"
+                )
     return tuple(found)
 
 
@@ -142,6 +170,8 @@ def resolved(
             )
         else:
             values[own.name] = own.default
+    for own in declared:  # the bounds that name another keyword, now all are known
+        own.check_bounds(loop, values.get(own.name), values)
     return values
 
 

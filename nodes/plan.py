@@ -6,7 +6,8 @@ still needs depends on where it is: from a step of a cycle, one more round is th
 back to that step, and finishing is the path from there to the end. ``GraphPlan`` counts
 both on the wiring the loop declared through ``LoopBuild`` (each step's ways on, the end
 only where the loop leads to it, not the way out every step has after an error), each
-model step weighing one superstep more per middleware hook node around it; so no loop
+model step weighing one superstep more per middleware hook node around it (and the
+``after_model`` hook nodes of the running step itself counted in its finish); so no loop
 counts its steps by hand, and a hook node added by middleware is counted too.
 """
 
@@ -32,8 +33,10 @@ class StepCounts:
         round: Supersteps of the longest cycle from the node back to itself (0 when it is
             on no cycle).
         finish: Supersteps of the longest path from the node to the end, the node
-            excluded (the end itself is no step).
-        shortest_finish: Supersteps of the shortest path from the node to the end.
+            excluded but the hook nodes that follow it (its ``after_model`` hooks)
+            included (the end itself is no step).
+        shortest_finish: Supersteps of the shortest path from the node to the end,
+            counted the same way.
     """
 
     round: int = 0
@@ -55,10 +58,13 @@ class GraphPlan:
             where the loop leads to the end).
         weights: Supersteps a node takes (1, plus one per middleware hook node around a
             model step); a node not named weighs 1.
+        after: Of a node's supersteps, those that follow its own (the ``after_model``
+            hook nodes of a model step); a node not named has none.
     """
 
     successors: dict[str, list[str]] = field(default_factory=dict)
     weights: dict[str, int] = field(default_factory=dict)
+    after: dict[str, int] = field(default_factory=dict)
     _counts: dict[str, StepCounts] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -71,34 +77,50 @@ class GraphPlan:
                 self.successors.setdefault(target, [])
         self._counts = None
 
-    def weigh(self, node: str, supersteps: int) -> None:
-        """Record that ``node`` takes ``supersteps`` (its hook nodes included)."""
+    def weigh(self, node: str, supersteps: int, *, after: int = 0) -> None:
+        """Record that ``node`` takes ``supersteps`` (its hook nodes included), ``after`` of
+        them after its own (its ``after_model`` hook nodes)."""
         self.weights[node] = supersteps
+        self.after[node] = after
         self._counts = None
+
+    def shortest_finish(self, node: str, through: str | None = None) -> int:
+        """Supersteps the shortest way to the end takes once ``node``'s logic has run: its
+        own ``after_model`` hook nodes, then the shortest path from it to the end, or,
+        given ``through`` (a step ``node`` leads to), that step's supersteps and the
+        shortest path from it."""
+        if through is None:
+            return self.counts(node).shortest_finish
+        from_there = self.counts(through).shortest_finish - self.after.get(through, 0)
+        return self.after.get(node, 0) + self.weights.get(through, 1) + from_there
 
     def counts(self, node: str) -> StepCounts:
         """The counts of ``node`` (all zero for a node the loop did not declare)."""
         counts = self._counts
         if counts is None:
             with self._lock:
-                counts = self._counts = count_steps(self.successors, self.weights)
+                counts = self._counts = count_steps(self.successors, self.weights, self.after)
         return counts.get(node, StepCounts())
 
 
 def count_steps(
-    successors: Mapping[str, Sequence[str]], weights: Mapping[str, int] | None = None
+    successors: Mapping[str, Sequence[str]],
+    weights: Mapping[str, int] | None = None,
+    after: Mapping[str, int] | None = None,
 ) -> dict[str, StepCounts]:
     """The ``StepCounts`` of every node of a graph given by its successors (and the
-    supersteps each node takes, 1 when not given)."""
+    supersteps each node takes, 1 when not given, of which ``after`` follow the node's
+    own, none when not given)."""
     weight = dict(weights or {})
     counts: dict[str, StepCounts] = {}
     for node in successors:
         if node in (START, END):
             continue
+        own = (after or {}).get(node, 0)
         counts[node] = StepCounts(
             round=_longest_cycle(successors, weight, node),
-            finish=_longest_to_end(successors, weight, node),
-            shortest_finish=_shortest_to_end(successors, weight, node),
+            finish=own + _longest_to_end(successors, weight, node),
+            shortest_finish=own + _shortest_to_end(successors, weight, node),
         )
     return counts
 

@@ -45,7 +45,9 @@ class Parsed(Generic[ValueT]):
         spent: The ``llm_calls``/``usage`` update for every request sent.
         replies: The replies read, in order.
         level: How the value was read: a level of the structured-output ladder
-            (``"native"``, ``"json"``, ``"text"``), ``"reader"``, or ``"failed"``.
+            (``"native"``, ``"json"``, ``"text"``), ``"reader"``, ``"refused"`` (the
+            provider refused the form of every level, with ``raise_refused=False``), or
+            ``"failed"``.
         refused: The ladder's levels the provider refused as a form, in order.
     """
 
@@ -77,6 +79,7 @@ def parse(
     tools: Sequence[BaseTool | dict[str, Any]] = (),
     with_system: bool = False,
     model_settings: Mapping[str, object] | None = None,
+    raise_refused: bool = True,
 ) -> Generator[Request, Any, Parsed[Any]]:
     """Ask the model for a value and read it from the reply (give ``schema`` or ``reader``).
 
@@ -99,16 +102,24 @@ def parse(
         tools: Tools the instructions describe.
         with_system: Whether the caller's ``system_prompt`` goes first.
         model_settings: With ``reader``: keyword arguments bound to the model.
+        raise_refused: With ``schema``: when the provider refuses the form of every level
+            (its tools, its response format; see ``levels``), raise its last refusal
+            (True), or return a ``Parsed`` of level ``"refused"`` whose ``refused`` names
+            those levels and whose ``spent`` counts the refused requests (False), for a
+            step that then asks in a form of its own.
 
     Returns:
         The ``Parsed`` value.
 
     Raises:
         TypeError: neither or both of ``schema`` and ``reader`` were given.
+        ValueError: ``max_calls`` is below 1.
     """
     check_step(step, "parse")
     if (schema is None) == (reader is None):
         raise TypeError("parse takes a schema= or a reader=, exactly one of them")
+    if max_calls < 1:
+        raise ValueError(f"parse: max_calls must be >= 1; got {max_calls}")
     if schema is not None:
         result = yield from structured_call(
             step.ask(state),
@@ -121,9 +132,11 @@ def parse(
             regex_fallback=fallback,
             max_calls=max_calls,
             purpose=purpose,
+            raise_refused=raise_refused,
         )
-        level = result.level if result.value is not None else "failed"
-        return Parsed(result.value, result.state_update(), result.replies, level, result.refused)
+        return Parsed(
+            result.value, result.state_update(), result.replies, result.level, result.refused
+        )
     assert reader is not None
     ask = step.ask(state)
     form = RequestForm(instructions)

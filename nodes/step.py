@@ -61,10 +61,29 @@ class Step(Generic[OptionsT]):
         needed = self.plan.counts(self.node).another_round if self.plan else 0
         return self.run.budget.allows(state, steps=needed, tools=tools)
 
-    def may_finish(self, state: Mapping[str, object]) -> bool:
-        """Whether the graph steps the shortest way from this step to the end takes are
-        left under ``recursion_limit``."""
-        needed = self.plan.counts(self.node).shortest_finish if self.plan else 0
+    def may_finish(
+        self,
+        state: Mapping[str, object],
+        *,
+        through: str | None = None,
+        longest: bool = False,
+    ) -> bool:
+        """Whether the graph steps the shortest way from this step to the end takes (its
+        own ``after_model`` hook nodes included) are left under ``recursion_limit``.
+
+        Args:
+            state: The loop's state (its ``remaining_steps``).
+            through: A step this one leads to, for the way to the end through it: that
+                step's own supersteps and the shortest way from it to the end (a step
+                that may end the run itself asks whether its ``final_answer`` still fits).
+            longest: Count the longest way to the end instead (each step on it once): for
+                a step that hands work to the steps after it (tool calls to run and read)
+                only when all of them still fit.
+        """
+        needed = 0
+        if self.plan is not None:
+            longest_way = self.plan.counts(self.node).finish
+            needed = longest_way if longest else self.plan.shortest_finish(self.node, through)
         return self.run.budget.allows(state, steps=needed)
 
 

@@ -44,7 +44,7 @@ from loopgraphs.prompts import REFORMAT_JSON, STRUCTURED_TEXT_INSTRUCTION
 from loopgraphs.state import ModelSpend, Usage, add_usage, empty_usage
 
 T = TypeVar("T", bound=BaseModel)
-Level = Literal["native", "json", "text", "failed"]
+Level = Literal["native", "json", "text", "failed", "refused"]
 LADDER: tuple[Level, ...] = ("native", "json", "text")
 """The forms a request steps down through when the provider refuses one: native tool
 calling, provider-enforced JSON, plain text. Every model call of every loop takes it; a
@@ -121,6 +121,7 @@ def structured_call(
     regex_fallback: Callable[[str], dict[str, Any] | None] | None = None,
     max_calls: int = 5,
     purpose: str = "structured_output",
+    raise_refused: bool = True,
 ) -> Generator[ModelCall, object, StructuredResult]:
     """Ask the model for an object of ``schema``, degrading native → json → text.
 
@@ -147,6 +148,10 @@ def structured_call(
         max_calls: Hard cap on model calls across all levels.
         purpose: What the call is for, in the run's metadata: every level is an internal
             call (see ``loopgraphs.nodes.model_call``), which a chat does not show.
+        raise_refused: When the provider refused the form of every level it was sent at
+            and no request got a reply, raise the last refusal (True), or return a result
+            of level ``"refused"``, its ``refused`` naming those levels and its ``calls``
+            the refused requests (False).
 
     Yields:
         Model calls.
@@ -213,8 +218,10 @@ def structured_call(
                 result.calls += rejected
                 return result
     if rejection is not None and result.calls == 0:
-        mark_sent(rejection, rejected)
-        raise rejection
+        if raise_refused:
+            mark_sent(rejection, rejected)
+            raise rejection
+        result.level = "refused"
     result.calls += rejected
     return result
 

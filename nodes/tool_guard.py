@@ -7,7 +7,10 @@ each call (``wrap_tool_call`` / ``awrap_tool_call``) to add what the loops promi
 
 - every failure (unknown tool, invalid arguments, exception, timeout) becomes an error
   ``ToolMessage`` the model reads;
-- output is truncated and fenced between per-run markers (untrusted data);
+- the output is kept as the tool returned it, for the thread and a chat to show; what the
+  model is sent of it is truncated and fenced between per-run markers, as untrusted data
+  (``fence_output``, applied when a request is sent: see
+  ``loopgraphs.nodes.generate.results_view``);
 - a call identical to an earlier successful call of the run is answered from history
   (the loop-break; failed calls run again; ``loop_break=False`` turns it off);
 - a per-run tool-call budget: calls past it are answered, never run;
@@ -273,14 +276,15 @@ class ToolGuard:
         return None
 
     def after(self, request: ToolCallRequest, result: Any) -> Any:
-        """Fence and truncate tool output; refuse a ``goto`` the loop cannot honour."""
+        """Name the tool in the error it reported; refuse a ``goto`` the loop cannot
+        honour; note a run a tool ended (``goto=END``)."""
         state = request.state if isinstance(request.state, Mapping) else {}
         fence = scratch_of(state).get("fence", "")
         if isinstance(result, list):
             return [self.after(request, item) for item in result]
         if isinstance(result, ToolMessage):
             verbatim = result.status == "error" and _own_handler(request)
-            return self._fenced(result, fence, request.tool_call["name"], verbatim)
+            return self._reported(result, request.tool_call["name"], verbatim)
         update = result.update
         if result.graph is None and result.goto not in ((), [], None, END):
             return _error(
@@ -295,9 +299,7 @@ class ToolGuard:
             update = {
                 **update,
                 "messages": [
-                    self._fenced(m, fence, request.tool_call["name"], verbatim)
-                    if id(m) in own
-                    else m
+                    self._reported(m, request.tool_call["name"], verbatim) if id(m) in own else m
                     for m in update["messages"]
                 ],
             }
@@ -314,36 +316,26 @@ class ToolGuard:
             return dataclasses.replace(result, update=update, goto=())
         return dataclasses.replace(result, update=update)
 
-    def _fenced(
-        self, message: ToolMessage, fence: str, tool: str = "", verbatim: bool = False
+    def _reported(
+        self, message: ToolMessage, tool: str = "", verbatim: bool = False
     ) -> ToolMessage:
-        """The result fenced and cut; an error the tool reported itself gets the tool's
-        name in front, unless its own ``handle_tool_error`` wrote it (``verbatim``)."""
+        """The result as the thread keeps it: as the tool returned it; an error the tool
+        reported itself gets the tool's name in front, unless its own
+        ``handle_tool_error`` wrote it (``verbatim``)."""
         content = message.content
-        if message.status == "error" and isinstance(content, str) and not verbatim:
-            text = (
-                content
-                if content.startswith("Error:")
-                else f"Error: {message.name or tool or 'the tool'} failed: {content}"
-            )
-            content = fence_output(text, fence, self.max_output_chars)
-        elif isinstance(content, str):
-            content = fence_output(content, fence, self.max_output_chars)
-        else:
-            content = [
-                {**block, "text": fence_output(block["text"], fence, self.max_output_chars)}
-                if isinstance(block, dict) and block.get("type") == "text"
-                else block
-                for block in content
-            ]
-        return message.model_copy(update={"content": content})
+        if message.status != "error" or not isinstance(content, str) or verbatim:
+            return message
+        if content.startswith("Error:"):
+            return message
+        text = f"Error: {message.name or tool or 'the tool'} failed: {content}"
+        return message.model_copy(update={"content": text})
 
     def wrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], ToolResult]
     ) -> ToolResult:
         """``wrap_tool_call`` for ``ToolNode``: the guard's checks, then the middleware's
         ``wrap_tool_call`` chain around the tool, within the timeout; a failure becomes an
-        error observation, and the result is fenced and truncated."""
+        error observation, and an error the tool reported names it (see ``after``)."""
         wrapper = self.tool_wrapper
         checked = self.before(request, served=wrapper is not None)
         if isinstance(checked, ToolMessage):

@@ -30,6 +30,7 @@ from loopgraphs.nodes.tool_guard import (
     fence_output,
 )
 from loopgraphs.state import messages_of, scratch_of
+from loopgraphs.text import media_kinds, media_of, with_media
 from loopgraphs.toolkits.registry import ToolRegistry
 from loopgraphs.toolkits.search import STOP_WORDS
 
@@ -100,13 +101,14 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
     if mode not in ("json", "text"):
         return as_written(messages)
     view: list[BaseMessage] = []
-    results: list[str] = []
+    results: list[ToolMessage] = []
     for message in messages:
         if isinstance(message, ToolMessage):
-            results.append(content_text(message.content))
+            results.append(message)
             continue
         if results:
-            view.append(HumanMessage(prompts.OBSERVATION.format(content="\n\n".join(results))))
+            text, media = observed(results)
+            view.append(with_media(prompts.OBSERVATION.format(content=text), media))
             results = []
         if isinstance(message, AIMessage) and message.tool_calls:
             text = message.additional_kwargs.get(RAW_REPLY) or _action_text(
@@ -118,8 +120,30 @@ def model_view(messages: Sequence[AnyMessage], mode: str) -> list[BaseMessage]:
         else:
             view.append(message)
     if results:
-        view.append(HumanMessage(prompts.OBSERVATION.format(content="\n\n".join(results))))
+        text, media = observed(results)
+        view.append(with_media(prompts.OBSERVATION.format(content=text), media))
     return view
+
+
+def observed(results: Sequence[ToolMessage]) -> tuple[str, list[dict[str, object]]]:
+    """Tool results as a user message of a json- or text-mode transcript carries them: their
+    texts, one paragraph each (a result of media alone reads as ``prompts.ATTACHED``), and
+    the images and files the tools returned, as they are, to send after the text (see
+    ``loopgraphs.text.with_media``).
+
+    Args:
+        results: The tool results of one step, in order.
+
+    Returns:
+        The results' text and their media blocks.
+    """
+    texts: list[str] = []
+    media: list[dict[str, object]] = []
+    for result in results:
+        text, blocks = content_text(result.content), media_of(result.content)
+        texts.append(text or (prompts.ATTACHED.format(kinds=media_kinds(blocks)) if blocks else ""))
+        media.extend(blocks)
+    return "\n\n".join(texts), media
 
 
 MAX_EXAMPLES = 1

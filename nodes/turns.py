@@ -14,7 +14,8 @@ audio.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,13 +26,19 @@ from loopgraphs import prompts
 from loopgraphs.nodes.driver import ModelBatch, Request
 from loopgraphs.nodes.errors import all_failed, failed_requests
 from loopgraphs.nodes.generate import reasked, spent_together
-from loopgraphs.nodes.model_call import ModelCaller, as_outcome, call_model, spent_on
+from loopgraphs.nodes.model_call import (
+    ModelCaller,
+    as_outcome,
+    call_model,
+    first_accepted,
+    spent_on,
+)
 from loopgraphs.nodes.model_send import Instructions, RequestForm
 from loopgraphs.nodes.model_turn import model_turn
 from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.step import Step, check_step
 from loopgraphs.state import ModelSpend, conversation_of
-from loopgraphs.text import media_blocks
+from loopgraphs.text import media_blocks, with_media
 
 
 @dataclass(frozen=True)
@@ -46,12 +53,15 @@ class Turn:
             internal turn, which a chat does not show.
         spent: The ``llm_calls``/``usage`` update for every request the turn sent.
         tool_mode: The tool mode the turn was answered in (turns that offered tools).
+        fell_back: Whether the provider refused the turn's form and the turn was sent in
+            ``generate``'s ``fallback`` form.
     """
 
     reply: AIMessage
     messages: list[AnyMessage]
     spent: ModelSpend
     tool_mode: str = ""
+    fell_back: bool = False
 
     @property
     def cut(self) -> bool:
@@ -76,6 +86,7 @@ def generate(
     tools: Sequence[BaseTool | dict[str, Any]] = (),
     tool_choice: str | None = None,
     model_settings: Mapping[str, object] | None = None,
+    fallback: RequestForm | None = None,
 ) -> Generator[Request, Any, Turn]:
     """One model turn through the seam (the run's middleware, model and system prompt).
 
@@ -95,6 +106,10 @@ def generate(
         tool_choice: ``"required"``, ``"none"``, a tool name or None.
         model_settings: Keyword arguments bound to the model for this turn (for example
             ``max_tokens``, ``temperature``).
+        fallback: The form to send the turn in, without ``tool_choice``, when the
+            provider refuses the first one (its bound tools, tool choice or schema, see
+            ``loopgraphs.nodes.errors.is_form_rejection``): ``auto`` mode's way down to
+            tools described in the prompt. The refused request counts as a call.
 
     Returns:
         The ``Turn``.
@@ -102,27 +117,30 @@ def generate(
     check_step(step, "generate")
     ask = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
+    forms = [form] if fallback is None else [form, fallback]
 
-    def request(asked: Sequence[BaseMessage]) -> Any:
+    def request(asked: Sequence[BaseMessage], index: int) -> Any:
         return ask.call(
             asked,
-            form,
+            forms[index],
             tools=tools,
-            tool_choice=tool_choice,
+            tool_choice=tool_choice if index == 0 else None,
             with_system=with_system,
             model_settings=model_settings,
             purpose=purpose,
         )
 
-    reply, spent = yield from call_model(request(messages))
+    makers = [functools.partial(request, messages, index) for index in range(len(forms))]
+    index, outcome = yield from first_accepted(makers)
+    reply, spent, fell_back = outcome.reply, outcome.update, index > 0
     kept: list[AnyMessage] = [] if purpose else [reply]
     again_asked = _reask_for(reply) if again else None
     if again_asked is None:
-        return Turn(reply, kept, spent)
+        return Turn(reply, kept, spent, fell_back=fell_back)
     retold: list[AnyMessage] = [*cast("Sequence[AnyMessage]", messages), reply]
-    more_reply, more = yield from call_model(request(reasked(retold, again_asked)))
+    more_reply, more = yield from call_model(request(reasked(retold, again_asked), index))
     kept = [] if purpose else [reply, more_reply]
-    return Turn(more_reply, kept, spent_together(spent, more))
+    return Turn(more_reply, kept, spent_together(spent, more), fell_back=fell_back)
 
 
 def _reask_for(reply: AIMessage) -> str | None:
@@ -141,6 +159,8 @@ def act(
     messages: Sequence[AnyMessage],
     *,
     require: str | None = None,
+    purpose: str | None = None,
+    model_settings: Mapping[str, object] | None = None,
 ) -> Generator[Request, Any, Turn]:
     """One turn that offers the run's tools in its tool mode: bound to the model
     (native), as one schema-constrained JSON action (json) or described in the prompt
@@ -152,33 +172,50 @@ def act(
         state: The loop's state (its ``tool_mode`` is the mode the run is in).
         messages: The thread as the model reads it (tool calls and results included).
         require: ``"required"``, a tool name, ``"none"`` (answer now, no tool) or None.
+        purpose: What an internal turn is for (``"expansion"``, a candidate action of a
+            search, ...): it does not stream as the chat's reply in any mode and
+            ``messages`` stays empty. None: a chat turn.
+        model_settings: Keyword arguments for the model in this turn, in every tool mode
+            (for example ``temperature``; see ``loopgraphs.models.takes_temperature``).
 
     Returns:
-        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode reply is
-        JSON: it is sent as an internal call and kept in ``messages`` as sent, for the
-        step to replace with what the chat shows (``read_action``'s message).
+        The ``Turn``, with the mode that answered in ``tool_mode``. A json-mode chat turn's
+        reply is JSON: it is sent as an internal call and kept in ``messages`` as sent,
+        for the step to replace with what the chat shows (``read_action``'s message).
     """
     check_step(step, "act")
-    update = yield from model_turn(step.run, state, messages, require=require, runtime=step.runtime)
+    update = yield from model_turn(
+        step.run,
+        state,
+        messages,
+        require=require,
+        runtime=step.runtime,
+        purpose=purpose,
+        model_settings=model_settings,
+    )
     reply = update["messages"][0]
     assert isinstance(reply, AIMessage)
     spent: ModelSpend = {"llm_calls": update["llm_calls"], "usage": update["usage"]}
-    return Turn(reply, [reply], spent, update["tool_mode"])
+    return Turn(reply, [] if purpose else [reply], spent, update["tool_mode"])
 
 
 def samples(
     step: Step[Any],
     state: Mapping[str, object],
-    messages: Sequence[BaseMessage],
+    messages: Sequence[BaseMessage] | Callable[[int], Sequence[BaseMessage]],
     count: int,
     *,
     instructions: Instructions | RequestForm = "",
     purpose: str = "sample",
     model_settings: Mapping[str, object] | None = None,
 ) -> Generator[Request, Any, tuple[list[AIMessage], ModelSpend]]:
-    """``count`` internal turns on the same request, sent concurrently (self-consistency,
-    sampled thoughts). Failed turns are left out; when all fail, the first failure is
-    raised.
+    """``count`` internal turns, sent concurrently (self-consistency, sampled thoughts):
+    on the same request, or each on its own (``messages`` a function of the sample's
+    number). Failed turns are left out; when all fail, the first failure is raised.
+
+    Args:
+        messages: The request of every sample, or a function of the sample's number (1
+            to ``count``) giving each its own (a prompt that says "attempt k of n").
 
     Returns:
         The replies that came back, in order, and the ``llm_calls``/``usage`` update of
@@ -187,8 +224,12 @@ def samples(
     check_step(step, "samples")
     ask: ModelCaller = step.ask(state)
     form = instructions if isinstance(instructions, RequestForm) else RequestForm(instructions)
-    call = ask.call(messages, form, model_settings=model_settings, purpose=purpose)
-    results = yield ModelBatch([call] * count)
+    if callable(messages):
+        asked = [messages(number) for number in range(1, count + 1)]
+        calls = [ask.call(m, form, model_settings=model_settings, purpose=purpose) for m in asked]
+    else:
+        calls = [ask.call(messages, form, model_settings=model_settings, purpose=purpose)] * count
+    results = yield ModelBatch(calls)
     outcomes = [as_outcome(r) for r in results if not isinstance(r, BaseException)]
     if not outcomes:
         raise all_failed(results)
@@ -197,19 +238,19 @@ def samples(
     return [outcome.reply for outcome in outcomes], spent
 
 
-def prompt_message(state: Mapping[str, object], text: str) -> HumanMessage:
+def prompt_message(
+    state: Mapping[str, object], text: str, media: Sequence[dict[str, object]] = ()
+) -> HumanMessage:
     """A loop's user-role prompt about the user's request: ``text`` (the loop's words,
     the request's text restated in them), followed by the images, files and audio of the
     request as the user gave them, so that a model answering the prompt sees them too.
 
     The request is the latest user message before the run's own transcript (see
     ``loopgraphs.state.conversation_of``); its non-text content blocks are passed as
-    they are, never re-rendered.
+    they are, never re-rendered. ``media``: more blocks the prompt is about (the images
+    and files of the tool results it shows), sent after the request's.
     """
-    media = media_blocks(conversation_of(state))
-    if not media:
-        return HumanMessage(text)
-    return HumanMessage([{"type": "text", "text": text}, *media])
+    return with_media(text, [*media_blocks(conversation_of(state)), *media])
 
 
 __all__ = ["Turn", "act", "generate", "prompt_message", "samples"]

@@ -30,6 +30,11 @@ from loopgraphs.prompts.kit import (
     VALUE_SYSTEM,
     VALUE_USER,
 )
+from loopgraphs.prompts.lats import (
+    LATS_LESSONS,
+    LATS_VALUE_LESSONS,
+    LATS_VALUE_USER,
+)
 from loopgraphs.prompts.plan_execute import (
     EARLIER_RESULTS_LEFT_OUT,
     EXECUTE_STEP,
@@ -92,8 +97,10 @@ from loopgraphs.prompts.self_ask import (
     SELF_ASK_TOOLS,
 )
 from loopgraphs.prompts.shared import (
+    ATTACHED,
     CHAT_SYSTEM,
     FENCE_NOTE,
+    NO_ANSWER_SHOWN,
     NO_TOOL_RESULT,
     NOTHING_YET,
     REFORMAT_JSON,
@@ -113,6 +120,7 @@ from loopgraphs.prompts.tot import (
 )
 
 __all__ = [
+    "ATTACHED",
     "CHAT_SYSTEM",
     "COT_SYSTEM",
     "CRITIQUE_CHECK_LINE",
@@ -128,8 +136,12 @@ __all__ = [
     "EXECUTE_STEP",
     "FENCE_NOTE",
     "FORCE_FINAL_ANSWER",
+    "LATS_LESSONS",
+    "LATS_VALUE_LESSONS",
+    "LATS_VALUE_USER",
     "NOTHING_YET",
     "NO_ANSWER",
+    "NO_ANSWER_SHOWN",
     "NO_TOOL_RESULT",
     "OBSERVATION",
     "PLANNER_NO_TOOLS",

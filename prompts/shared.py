@@ -13,7 +13,15 @@ CHAT_SYSTEM = "You are a helpful assistant. Answer the user's message directly a
 
 NOTHING_YET = "(none yet)"
 
+NO_ANSWER_SHOWN = (
+    "(No answer: the model's reply could not be used as one, and the run ended without another.)"
+)
+
 NO_TOOL_RESULT = "Error: the tool returned no result."
+
+ATTACHED = "[attached: {kinds}]"
+"""A tool result's or a check's text when the tool returned only media (an image, a
+file): the media follow in the same message."""
 
 REFORMAT_JSON = (
     "Your previous reply could not be parsed as the required JSON. Reply again with only "

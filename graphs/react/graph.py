@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopgraphs.graphs.react.state import ReActOptions, ReActOutput, ReActState, call_budget
+from loopgraphs.graphs.react.state import (
+    TOOL_SELECTION_THRESHOLD,
+    ReActOptions,
+    ReActOutput,
+    ReActState,
+    call_budget,
+)
 from loopgraphs.graphs.react.steps import (
     final_answer,
     route_turn,
@@ -56,4 +62,5 @@ LOOP: LoopSpec[ReActOptions[Any, Any]] = LoopSpec(
     iterations_option="max_iterations",
     main_step="generate",
     call_budget=call_budget,
+    selects_tools_above=TOOL_SELECTION_THRESHOLD,
 )

@@ -31,6 +31,7 @@ from loopgraphs.nodes import (
     content_text,
     cut_short,
     earlier_turns,
+    fence_output,
     final_answer_of,
     generate,
     interpret,
@@ -43,6 +44,7 @@ from loopgraphs.nodes import (
     scratch_of,
     tool_calls,
     unusable,
+    without_answer,
     without_tool_calls,
 )
 
@@ -172,7 +174,7 @@ def unread_reply(
     end, not completed, without an answer (see ``answer_check``)."""
     if not scratch_of(state).get("shortened") and iterations < step.run.max_iterations:
         return {"messages": [reply], "scratch": {"shortened": True, "reask": again}}
-    return {"messages": [answer_message(reply, "")], "answer": "", "status": "max_iterations"}
+    return {"messages": [without_answer(reply)], "answer": "", "status": "max_iterations"}
 
 
 def final_answer(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
@@ -213,8 +215,10 @@ def synthesize(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
         The call's update with the written answer (the draft when the reply was cut
         short or empty).
     """
-    start = scratch_of(state).get("transcript_start", 0)
-    trace = synthesis_trace(state["messages"][start:])
+    scratch = scratch_of(state)
+    trace = synthesis_trace(
+        state["messages"][scratch.get("transcript_start", 0) :], scratch.get("fence", "")
+    )
     request = HumanMessage(
         prompts.SYNTHESIZE_USER.format(
             question=request_of(state), trace=trace, draft=state.get("answer", "")
@@ -267,12 +271,15 @@ def route_turn(state: ReActState, step: ReActStep) -> str | list[Send]:
     return "final_answer" if turns_spent(state, step) else "generate"
 
 
-def synthesis_trace(messages: Sequence[AnyMessage]) -> str:
-    """The run's transcript for answer synthesis, each tool result cut to 2,000 characters."""
+def synthesis_trace(messages: Sequence[AnyMessage], fence: str = "") -> str:
+    """The run's transcript for answer synthesis, each tool result cut to 2,000 characters
+    and fenced as untrusted data."""
     lines = []
     for message in messages:
         text = content_text(message.content)
-        if isinstance(message, ToolMessage) or text.startswith("Observation:"):
+        if isinstance(message, ToolMessage):
+            lines.append(f"Tool result: {fence_output(text, fence, SYNTHESIS_TOOL_CHARS)}")
+        elif text.startswith("Observation:"):
             lines.append(f"Tool result: {text[:SYNTHESIS_TOOL_CHARS]}")
         elif isinstance(message, AIMessage):
             calls = ", ".join(

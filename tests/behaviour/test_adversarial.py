@@ -60,6 +60,8 @@ LOOP_CASES: dict[str, LoopCase] = {
     "self_ask": LoopCase({"max_follow_ups": 3}, 3 + 1),
     # 2 planner (the plan, one re-ask) + 2 solver (the answer, one re-ask), any max_steps
     "rewoo": LoopCase({"max_steps": 3}, 2 + 2),
+    # 4 * n_candidates * max_rollouts (a candidate, its verdict and its reflection)
+    "lats": LoopCase({"n_candidates": 2, "max_rollouts": 2}, 4 * 2 * 2),
 }
 
 

@@ -36,6 +36,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "tot": {"max_depth": 1, "beam_width": 1, "n_branches": 2},
     "plan_execute": {"max_steps": 2, "max_step_iterations": 2},
     "reflexion": {"max_reflections": 1, "max_iterations": 3},
+    "lats": {"n_candidates": 1, "max_rollouts": 2},
 }
 NOTHING_FOUND = "No results for 1980 in the archive."
 QUESTION = "In which year did the Harrowby mill open?"
@@ -122,6 +123,8 @@ def _own_result_script(loop: str, mode: str) -> list[Any]:
     if loop == "reflexion":
         verdict = {"satisfactory": True, "feedback": ""}
         return [looked_up, copied, _structured(mode, "Evaluation", verdict)]
+    if loop == "lats":  # the copy is a candidate's answer, then the forced answer's
+        return [looked_up, _structured(mode, "Value", {"score": 5, "reason": "ok"}), copied]
     if loop == "self_ask":
         asked = calls(call("search", SEARCH_ARGS), content=FOLLOW_UP)
         return [
@@ -179,6 +182,9 @@ def test_a_model_answering_in_its_own_words_is_kept(loop, mode):
     script = replies.get(loop, [answer]) if mode == "native" else [answer]
     if loop == "reflexion" and mode != "native":
         script = [final(mode, answer), '{"satisfactory": true, "feedback": ""}']
+    if loop == "lats":
+        verdict = {"satisfactory": True, "feedback": ""}
+        script = [final(mode, answer), _structured(mode, "Verdict", verdict)]
     graph, _ = _build(loop, mode, script)
     out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
     assert out["status"] == "completed" and "1921" in out["answer"], out

@@ -29,13 +29,6 @@ def tool_messages(out: dict) -> list[ToolMessage]:
 FENCED = re.compile(r"<<tool_output (\w+)>>\n(.*)\n<<end_tool_output \1>>", re.DOTALL)
 
 
-def fenced_body(message: ToolMessage) -> str:
-    """A tool result between its run's fence markers (the result must be fenced)."""
-    found = FENCED.fullmatch(content_text(message.content))
-    assert found is not None, message.content
-    return found.group(2)
-
-
 # --- An approval edit that names another tool runs that tool -----------------------------
 
 
@@ -78,7 +71,7 @@ def test_an_edit_naming_another_tool_runs_that_tool(mode):
     assert log == [("save_draft", "For Ann")]
     (result,) = tool_messages(out)
     assert result.name == "save_draft" and result.status == "success"
-    assert fenced_body(result) == "draft saved: For Ann"
+    assert content_text(result.content) == "draft saved: For Ann"  # as the tool returned it
     # The transcript and the model's next prompt show the call that ran.
     (call,) = next(m for m in out["messages"] if isinstance(m, AIMessage)).tool_calls
     assert (call["name"], call["args"]) == ("save_draft", {"subject": "For Ann"})

@@ -30,6 +30,7 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.parsing.text import content_text
@@ -37,11 +38,13 @@ from tests.behaviour.test_custom_state import satisfied, structured, verdict
 from tests.support.fakes import ScriptedChatModel
 from tests.support.scripts import (
     FAST_RETRY,
+    LATS_SMALL,
     MODES,
     act,
     critique,
     final,
     follow_up,
+    lats_search,
     model_for,
     note,
     rewoo_plan,
@@ -97,6 +100,8 @@ CALLS: dict[str, list[tuple[str, str]]] = {
     "critic": [("draft", "turns"), ("critique", "turns"), ("revise", "turns")],
     "tot": [("propose", "turns"), ("score", "turns"), ("final_answer", "turns")],
     "rewoo": [("plan", "turns"), ("solve", "turns")],
+    # the second expansion reads its trajectory: the run's own call and result
+    "lats": [("expand", "turns"), ("value", "turns"), ("expand", "step"), ("verdict", "turns")],
 }
 
 
@@ -132,6 +137,8 @@ def script(loop: str, mode: str, answer: str, word: str) -> list[Any]:
         return [f"Draft: {answer}", critique(mode, word), answer]
     if loop == "rewoo":
         return [rewoo_plan(mode, ("note", word)), answer]
+    if loop == "lats":
+        return lats_search(mode, "note", {"text": word}, answer)
     return [
         "1. Look at the order.",
         structured(mode, "Scores", {"scores": [7]}),
@@ -160,6 +167,8 @@ def graph_for(loop: str, mode: str, model: ScriptedChatModel, **options: Any) ->
         return create_self_ask_graph(model, [note], max_follow_ups=1, **shared)
     if loop == "rewoo":
         return create_rewoo_graph(model, [note], **shared)
+    if loop == "lats":
+        return create_lats_graph(model, [note], **LATS_SMALL, **shared)
     return create_critic_graph(model, [note], max_critique_rounds=1, **shared)
 
 

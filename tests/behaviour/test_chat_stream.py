@@ -6,9 +6,10 @@ agent-chat-ui) and then the thread. In every loop and tool mode, plain and with
 
 - every message id that streams is a message of the final thread (no bubble vanishes);
 - nothing that streams in json mode is the model's raw JSON;
-- the answer streams as tokens where the model writes it as a chat turn, and arrives
-  whole, as one message, where its reply is JSON (ReAct's and Reflexion's json mode) or
-  comes out of internal calls (CoT's self-consistency vote, a ToT proposal);
+- the answer streams as tokens where the model writes it as a chat turn (in json mode,
+  ReAct's and Reflexion's, read out of the JSON as it is written), and arrives whole, as
+  one message, where it comes out of internal calls (CoT's self-consistency vote, a ToT
+  proposal);
 - internal calls (plans, verdicts, critiques, proposals, scores, json turns) never stream
   as messages, and carry the ``nostream`` and ``loopgraphs:internal`` tags and their
   purpose in their metadata;
@@ -39,6 +40,7 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes import grounding
 from loopgraphs.nodes.model_call import CALL_METADATA, INTERNAL_TAG, JSON_TURN
@@ -46,7 +48,16 @@ from loopgraphs.nodes.model_send import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import satisfied, structured, verdict
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for, rewoo_plan
+from tests.support.scripts import (
+    FAST_RETRY,
+    LATS_SMALL,
+    MODES,
+    act,
+    final,
+    lats_search,
+    model_for,
+    rewoo_plan,
+)
 
 ANSWER = "Plums are in the basket."
 QUESTION = {"messages": [("user", "Where are the plums?")]}
@@ -110,6 +121,9 @@ def chat_graph(loop: str, mode: str) -> Any:
     if loop == "rewoo":
         script = [rewoo_plan(mode, ("lookup", "plums")), ANSWER]
         return create_rewoo_graph(model_for(mode, script), [lookup], **options)
+    if loop == "lats":  # the answer is a candidate's, judged satisfactory
+        script = lats_search(mode, "lookup", {"key": "plums"}, ANSWER)
+        return create_lats_graph(model_for(mode, script), [lookup], **LATS_SMALL, **options)
     del options["tool_mode"]
     if loop == "cot":
         script = [f"They were put there. FINAL ANSWER: {ANSWER}"]
@@ -217,6 +231,7 @@ def test_nothing_streams_raw_json_in_json_mode(loop, subgraphs, asynchronous):
 # stores (internal calls made it).
 WHOLE = {
     *(("cot_voting", mode) for mode in MODES),
+    *(("lats", mode) for mode in MODES),
     *(("tot_proposal", mode) for mode in MODES),
 }
 # The loops whose answer is a json turn's in json mode: what streams is the answer, not
@@ -253,6 +268,7 @@ PURPOSES: dict[str, set[str]] = {
     "tot": {"proposal", "score"},
     "tot_proposal": {"proposal"},
     "rewoo": {"plan"},
+    "lats": {"expansion", "evaluation"},
 }
 
 

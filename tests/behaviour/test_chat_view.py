@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import create_react_graph, strip_fence
+from loopgraphs.nodes import fence_output
 from loopgraphs.nodes.generate import RAW_REPLY
 from loopgraphs.nodes.parsing.text import content_text
 from tests.behaviour.test_custom_state import TOOL_LOOPS, build, start
@@ -100,10 +101,13 @@ def test_a_json_final_answer_is_plain_text_in_the_transcript():
     assert "final_answer" not in content_text(last_reply(out).content)
 
 
-def test_strip_fence_shows_tool_output_without_markers():
+def test_the_thread_keeps_tool_output_as_returned_and_strip_fence_reads_an_old_one():
+    """A chat's tool panel shows the result the thread keeps: as the tool returned it, no
+    fence markers (the model alone is sent them). ``strip_fence`` still reads a result
+    kept fenced by an earlier release."""
     script = [act("native", "lookup", {"key": "a"}), final("native", "done")]
     out = create_react_graph(model_for("native", script), [lookup]).invoke(start())
     (result,) = [m for m in out["messages"] if m.type == "tool"]
-    assert result.content.startswith("<<tool_output ")
-    assert strip_fence(result.content) == "value of a"
+    assert result.content == "value of a"
+    assert strip_fence(fence_output("value of a", "0f76a1b2c3d4")) == "value of a"
     assert strip_fence("plain text") == "plain text"

@@ -33,10 +33,19 @@ from loopgraphs import (
     create_tot_graph,
 )
 from loopgraphs.graphs import registry
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.graphs.rewoo import create_rewoo_graph
 from loopgraphs.nodes.build import caller_reducers
 from tests.support.fakes import calls, tool_call
-from tests.support.scripts import FAST_RETRY, MODES, act, final, rewoo_plan
+from tests.support.scripts import (
+    FAST_RETRY,
+    LATS_SMALL,
+    MODES,
+    act,
+    final,
+    lats_search,
+    rewoo_plan,
+)
 from tests.support.scripts import model_for as scripted_model
 
 
@@ -138,6 +147,9 @@ def build(
     if loop == "rewoo":
         script = [rewoo_plan(mode, ("add_fruit", {"name": "plums"})), "Plums are in."]
         return create_rewoo_graph(model_for(mode, script), [add_fruit], **shared)
+    if loop == "lats":
+        script = lats_search(mode, "add_fruit", {"name": "plums"}, "Plums are in.")
+        return create_lats_graph(model_for(mode, script), [add_fruit], **LATS_SMALL, **shared)
     shared.pop("tool_mode", None)
     if loop == "cot":
         return create_cot_graph(model_for(mode, ["FINAL ANSWER: 4"]), **shared)

@@ -90,7 +90,10 @@ def test_react_cut_twice_ends_without_an_answer_not_completed(mode):
     assert out["error"] == "no usable answer: the model gave none before the run ended"
     assert any("value of x is 7" in content_text(m.content) for m in out["messages"])
     assert out["llm_calls"] == 3 == model.call_count
-    assert "United States" not in content_text(out["messages"][-1].content)
+    # The runaway reply streamed: the thread keeps it as shown (no bubble empties), though
+    # it is no answer.
+    kept = content_text(out["messages"][-1].content)
+    assert kept.startswith("The United States") or kept.endswith(RUNAWAY), kept
 
 
 @pytest.mark.parametrize("mode", MODES)

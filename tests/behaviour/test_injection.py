@@ -1,4 +1,5 @@
-"""Tool output is untrusted data: truncated and fenced between per-run random markers.
+"""Tool output is untrusted data: what the model is sent of it is truncated and fenced
+between per-run markers (the thread keeps it as the tool returned it).
 
 For every string of the prompt-injection corpus (tests/support/data/injections.txt) the fence
 holds: the output can never contain the run's real end marker (even when the attacker
@@ -85,19 +86,19 @@ def test_fence_holds_when_truncation_cuts_the_output() -> None:
     assert f"[... truncated {total - 100} of {total} characters]" in inside
 
 
-def test_fence_ids_follow_the_input_of_the_run() -> None:
+def test_fence_ids_follow_the_first_message_of_the_thread() -> None:
     conversations = [[HumanMessage(f"question {i}")] for i in range(1000)]
     fences = {new_fence(messages) for messages in conversations}
     assert len(fences) == 1000
     assert all(re.fullmatch(r"[0-9a-f]{12}", fence) for fence in fences)
-    # The same input (whatever ids LangGraph gave its messages) gives the same prompts.
+    # The same thread (whatever ids LangGraph gave its messages) gives the same prompts,
+    # and every later turn of it fences with the marker of its first.
     asked = [HumanMessage("2*3?", id="a"), AIMessage("6", id="b"), HumanMessage("4*5?", id="c")]
     again = [m.model_copy(update={"id": f"other-{i}"}) for i, m in enumerate(asked)]
-    assert new_fence(asked) == new_fence(again)
-    assert new_fence(asked) != new_fence(asked[:1])
+    assert new_fence(asked) == new_fence(again) == new_fence(asked[:1])
     called = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}])
     other_call = AIMessage("", tool_calls=[{"name": "f", "args": {"x": 2}, "id": "1"}])
-    assert new_fence([*asked, called]) != new_fence([*asked, other_call])
+    assert new_fence([called, *asked]) != new_fence([other_call, *asked])
 
 
 def fetch_tool(payload: str):
@@ -108,12 +109,17 @@ def fetch_tool(payload: str):
     return fetch
 
 
-def fence_of(out: dict) -> str:
-    """The run's fence id, read from its first tool result (the id stays internal)."""
-    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-    match = re.search(r"<<tool_output ([0-9a-f]+)>>", content_text(results[0].content))
+def fence_of(model, call: int = 1) -> str:
+    """The run's fence id, read from the first tool result the model was sent in its call
+    ``call`` (the id stays internal)."""
+    match = re.search(r"<<tool_output ([0-9a-f]+)>>", content_text(model.prompts[call][-1].content))
     assert match, "tool output is not fenced"
     return match.group(1)
+
+
+def kept_results(out: dict) -> list[str]:
+    """The tool results as the thread keeps them."""
+    return [content_text(m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
 
 
 def observation_text(mode: str, model) -> str:
@@ -138,9 +144,10 @@ def test_injections_stay_fenced_in_react_runs(mode: str) -> None:
         )
         out = graph.invoke({"messages": [("user", "Summarise https://example.test")]})
         assert out["status"] == "completed" and out["answer"] == "done"
-        fence = fence_of(out)
+        fence = fence_of(model)
         inside = assert_fence_holds(observation_text(mode, model), fence)
         assert payload in inside  # the payload (with a guessed id) is shown as data
+        assert kept_results(out) == [f"Page https://example.test:\n{payload}"]
         fences.append(fence)
     # Every run had the same input, so the same marker: the fence holds by removing any
     # copy of the marker from the output, not by keeping it secret.
@@ -150,11 +157,9 @@ def test_injections_stay_fenced_in_react_runs(mode: str) -> None:
 def test_two_runs_of_one_graph_use_different_ids() -> None:
     model = model_for("native", [act("native", "fetch", {"url": "u"}), final("native", "ok")] * 2)
     graph = create_react_graph(model, [fetch_tool("data")], tool_mode="native")
-    first = graph.invoke({"messages": [("user", "one")]})
-    second = graph.invoke({"messages": [("user", "two")]})
-    assert fence_of(first) != fence_of(second)
-    assert fence_of(first) in content_text(model.prompts[1][-1].content)
-    assert fence_of(second) in content_text(model.prompts[3][-1].content)
+    graph.invoke({"messages": [("user", "one")]})
+    graph.invoke({"messages": [("user", "two")]})
+    assert fence_of(model, 1) != fence_of(model, 3)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -168,7 +173,8 @@ def test_observations_are_truncated_with_a_note(mode: str) -> None:
         retry_policy=FAST_RETRY,
     )
     out = graph.invoke({"messages": [("user", "q")]})
-    inside = assert_fence_holds(observation_text(mode, model), fence_of(out))
+    inside = assert_fence_holds(observation_text(mode, model), fence_of(model))
+    assert kept_results(out) == ["Page big:\n" + "z" * 5000]  # the thread keeps it whole
     full = len("Page big:\n") + 5000
     assert inside.endswith(f"[... truncated {full - 200} of {full} characters]")
     assert len(inside) < 300

@@ -64,9 +64,12 @@ def test_synthesis_context_cuts_tool_results_to_2000_chars():
     graph = create_react_graph(model, [dump], synthesize_answer=True, max_tool_output_chars=5000)
     graph.invoke({"messages": [("user", "go")]})
     prompt = content_text(model.prompts[2][-1].content)
-    (result_line,) = [line for line in prompt.split("Tool result: ")[1:]]
-    assert 1900 < prompt.count("x") < 2000
-    assert len(result_line.split("\nAssistant:")[0]) == 2000
+    (shown,) = prompt.split("Tool result: ")[1:]
+    shown = shown.split("\nAssistant:")[0]
+    # The result is cut to 2,000 characters and fenced as untrusted data.
+    assert shown.startswith("<<tool_output ") and shown.endswith(">>")
+    assert "x" * 2000 in shown and "x" * 2001 not in shown
+    assert "[... truncated 1000 of 3000 characters]" in shown
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
@@ -84,11 +87,14 @@ def test_updates_mode_shows_each_node(name):
         "cot": (["prepare", "generate", "parse"], 1),
         "critic": (["prepare", "generate"], 1),  # no tools: no claim to check, the draft stands
         "plan_execute": (["prepare", "plan", "execute", "synthesize"], 4),
-        "react": (["prepare", "generate"], 1),
+        "react": (["generate"], 1),  # its first step starts the run
         "reflexion": (["prepare", *episode, "reflect", *episode, "reflect", *episode], 11),
         "self_ask": (["prepare", "generate"], 1),
         "tot": (["prepare", "expand", "score_branches"], 1),  # the first thought answers
         "rewoo": (["prepare", "solve"], 1),  # no tools: nothing to plan
+        # LATS's 3 alike candidates are one answer, judged (no verdict read: 2 requests)
+        # and reflected on; no step is left to expand, and the answer is that one.
+        "lats": (["expand", "evaluate", "best_answer"], 3 + 2 + 1),  # expand starts the run
     }[name]
     assert nodes == expected_nodes
     assert model.call_count == expected_calls

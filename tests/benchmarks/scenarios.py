@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 
 from loopgraphs.graphs.registry import LOOP_SPECS, LOOPS, build_loop
-from loopgraphs.graphs.tot import call_budget as tot_budget
+from loopgraphs.graphs.tot.state import call_budget as tot_budget
 from tests.benchmarks.common import NATIVE_PROFILE, Script, prompt_text
 from tests.support.fakes import calls, tool_call
 
@@ -92,9 +92,10 @@ def plan_execute_scenario() -> Scenario:
     replies.append("a plus b is 3")
     budget: int | None
     try:
-        from loopgraphs.graphs.plan_execute import call_budget
+        from loopgraphs.graphs.plan_execute import LOOP
+        from loopgraphs.nodes import most_calls
 
-        budget = call_budget(max_steps=7, max_step_iterations=5)
+        budget = most_calls(LOOP, {"max_steps": 7, "max_step_iterations": 5})
     except ImportError:
         budget = None
     return Scenario(
@@ -126,9 +127,10 @@ def reflexion_scenario() -> Scenario:
     ]
     budget: int | None
     try:
-        from loopgraphs.graphs.reflexion import call_budget
+        from loopgraphs.graphs.reflexion import LOOP
+        from loopgraphs.nodes import most_calls
 
-        budget = call_budget(max_reflections=3, max_iterations=10)
+        budget = most_calls(LOOP, {"max_reflections": 3, "max_iterations": 10})
     except ImportError:
         budget = None
     return Scenario(
@@ -233,7 +235,7 @@ def tot_scenario(
         "generation": generation,
     }
     b, w, d = n_branches, beam_width, max_depth
-    budget = tot_budget(**options)  # type: ignore[arg-type]
+    budget = tot_budget(options)
     if scoring == "per_branch" and generation == "sample":
         seed_formula, seed_calls = "d·b·2 + 1 (w = 1)", d * b * 2 + 1
     elif scoring == "batched" and generation == "propose":

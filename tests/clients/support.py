@@ -18,6 +18,7 @@ from loopgraphs import build_loop
 from loopgraphs.graphs import registry
 from tests.compat.middleware_support import LOOP_SCRIPTS as OTHER_LOOPS
 from tests.compat.middleware_support import call, calls, native
+from tests.support.scripts import lats_brain
 
 TOOL_LOOPS = registry.TOOL_LOOPS
 SEARCH_ARGS = {"query": "six times seven"}
@@ -79,6 +80,7 @@ def handoff_script(loop: str, handoff: str) -> list[Any]:
                 )
             )
         ],
+        "lats": [lats_brain([("search", SEARCH_ARGS), (handoff, {})], ANSWER)] * 60,
     }[loop]
 
 

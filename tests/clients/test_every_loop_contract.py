@@ -133,8 +133,7 @@ def test_a_tool_sending_the_history_back_rewrites_none_of_it(loop):
     kept = next(m for m in out["messages"] if m.id == "old-result")
     assert kept.content == "Order 7 shipped."
     relayed = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "relay"]
-    assert len(relayed) == 1 and str(relayed[0].content).count("<<tool_output ") == 1
-    assert "Relayed." in str(relayed[0].content)
+    assert len(relayed) == 1 and str(relayed[0].content) == "Relayed."  # as returned
 
 
 @pytest.mark.parametrize("loop", TOOL_LOOPS)

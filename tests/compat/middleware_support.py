@@ -19,6 +19,7 @@ way that holds for both.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,11 +34,12 @@ from loopgraphs import (
     create_reflexion_graph,
     create_self_ask_graph,
 )
+from loopgraphs.graphs.lats import create_lats_graph
 from loopgraphs.graphs.rewoo import create_rewoo_graph
 from tests.compat.fake import call, message_text
 from tests.compat.support import tool_text
 from tests.support.fakes import ScriptedChatModel, calls
-from tests.support.scripts import model_for
+from tests.support.scripts import LATS_SMALL, lats_brain, model_for
 
 __all__ = [
     "LOOP_SCRIPTS",
@@ -84,6 +86,8 @@ def _build(
         "self_ask": create_self_ask_graph,
         "critic": create_critic_graph,
         "rewoo": create_rewoo_graph,
+        # One candidate a rollout: the hooks of a model step then run once per request.
+        "lats": functools.partial(create_lats_graph, **LATS_SMALL),
     }[kind]
     return factory(model, list(tools), middleware=list(middleware), tool_mode=tool_mode, **kwargs)
 
@@ -155,12 +159,18 @@ def _rewoo(tool: str, args: dict[str, Any]) -> list[Any]:
     return [calls(call("Plan", {"steps": [step]})), "The answer is 42."]
 
 
+def _lats(tool: str, args: dict[str, Any]) -> list[Any]:
+    # Its candidates are sampled at once: each reply is chosen by what is asked.
+    return [lats_brain([(tool, args)], "The answer is 42.")] * 60
+
+
 LOOP_SCRIPTS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
     "plan_execute": _plan_execute,
     "reflexion": _reflexion,
     "self_ask": _self_ask,
     "critic": _critic,
     "rewoo": _rewoo,
+    "lats": _lats,
 }
 """Native-mode scripts for the other tool loops: one call of ``tool`` with ``args``, then
 an answer mentioning 42."""

@@ -60,6 +60,15 @@ def seen(prompt: list[BaseMessage]) -> str:
     return "\n".join(message_text(m) for m in prompt)
 
 
+SENT_RESULT = re.compile(r"<<tool_output (\S+)>>\n(.*?)\n<<end_tool_output \1>>", re.DOTALL)
+
+
+def sent_results(prompt: list[BaseMessage]) -> list[tuple[str, str]]:
+    """The tool results one model call was shown, each as (its fence marker, its text):
+    the model is sent them fenced (the thread keeps them as the tools returned them)."""
+    return [(m.group(1), m.group(2)) for m in SENT_RESULT.finditer(seen(prompt))]
+
+
 def paused(graph: Any, config: dict[str, Any]) -> list[Any]:
     """Values of the interrupts the thread is paused on."""
     return [i.value for task in graph.get_state(config).tasks for i in task.interrupts]

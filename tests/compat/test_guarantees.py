@@ -21,10 +21,10 @@ from tests.compat.support import (
     MODES,
     act,
     answered_once,
-    fences_in,
     final,
     model_for,
     seen,
+    sent_results,
     tool_messages,
     tool_text,
 )
@@ -126,9 +126,10 @@ def test_model_gets_loopgraphs_system_prompt():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tool_output_is_fenced(mode):
-    """Tool text is fenced as untrusted data with a per-run marker, which follows the
-    run's input (the same input, the same prompts) (peers: the raw output, e.g.
-    test_tool_node's ``content == "1 - foo"``)."""
+    """Tool text is fenced as untrusted data with a per-run marker in what the model is
+    sent; the marker follows the run's input (the same input, the same prompts). The
+    thread keeps the output as the tool returned it, as the peers do (test_tool_node's
+    ``content == "1 - foo"``)."""
 
     def script():
         return model_for(
@@ -140,19 +141,19 @@ def test_tool_output_is_fenced(mode):
             ],
         )
 
-    graph = create_react_graph(script(), [lookup], tool_mode=mode)
-    first_run = graph.invoke({"messages": [("user", "go")]})
-    texts = [message_text(m) for m in tool_messages(first_run)]
-    matches = [FENCED.match(text) for text in texts]
-    assert all(matches), texts
-    assert [m.group(2) for m in matches] == ["value of a", "value of b"]
-    assert len({m.group(1) for m in matches}) == 1, "one marker per run"
-    graph = create_react_graph(script(), [lookup], tool_mode=mode)
-    same_input = graph.invoke({"messages": [("user", "go")]})
-    assert fences_in(message_text(tool_messages(same_input)[0])) == {matches[0].group(1)}
-    graph = create_react_graph(script(), [lookup], tool_mode=mode)
-    other_input = graph.invoke({"messages": [("user", "go on")]})
-    assert fences_in(message_text(tool_messages(other_input)[0])) != {matches[0].group(1)}
+    def markers(question: str) -> tuple[list[tuple[str, str]], list[str]]:
+        model = script()
+        out = create_react_graph(model, [lookup], tool_mode=mode).invoke(
+            {"messages": [("user", question)]}
+        )
+        return sent_results(model.prompts[-1]), [message_text(m) for m in tool_messages(out)]
+
+    sent, kept = markers("go")
+    assert kept == ["value of a", "value of b"]
+    assert [text for _, text in sent] == ["value of a", "value of b"]
+    assert len({marker for marker, _ in sent}) == 1, "one marker per run"
+    assert {marker for marker, _ in markers("go")[0]} == {sent[0][0]}
+    assert {marker for marker, _ in markers("go on")[0]} != {sent[0][0]}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -167,10 +168,10 @@ def test_tool_output_is_truncated(mode):
     out = create_react_graph(model, [dump], tool_mode=mode, max_tool_output_chars=150).invoke(
         {"messages": [("user", "go")]}
     )
-    text = tool_text(tool_messages(out)[0])
-    assert "a" * 150 in text
-    assert "TAIL" not in text
-    assert "TAIL" not in seen(model.prompts[1])
+    assert tool_text(tool_messages(out)[0]) == "a" * 150 + "TAIL" * 100  # kept whole
+    ((_, shown),) = sent_results(model.prompts[1])
+    assert shown.startswith("a" * 150) and "TAIL" not in shown
+    assert "truncated 400 of 550 characters" in shown
 
 
 # --- failures never raise ------------------------------------------------------------

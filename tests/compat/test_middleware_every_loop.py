@@ -17,6 +17,7 @@ from langchain_core.tools import tool
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.graphs import registry
 from tests.compat.middleware_support import LOOP_SCRIPTS, call, calls, native
+from tests.support.scripts import LATS_SMALL
 
 HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
@@ -84,7 +85,9 @@ SCRIPTS: dict[str, list[Any]] = {
     "tot": ["1. six\n2. seven\n3. both", '{"scores": [7, 3, 1]}', "ANSWER: 42"],
     **{loop: script("search", {"query": "x"}) for loop, script in LOOP_SCRIPTS.items()},
 }
-OPTIONS: dict[str, dict[str, Any]] = {"tot": {"max_depth": 1}}
+# LATS with one candidate a rollout: its before_model/after_model hooks run once per
+# request (a step sampling several candidates sends them between one pair of hooks).
+OPTIONS: dict[str, dict[str, Any]] = {"tot": {"max_depth": 1}, "lats": LATS_SMALL}
 TOOL_LOOPS = set(registry.TOOL_LOOPS)
 
 

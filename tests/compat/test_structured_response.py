@@ -191,6 +191,11 @@ SCHEMA_ONLY_SCRIPTS = {
     "critic": [SUNNY, '{"verified": true, "claims": []}'],
     "tot": ["1. ANSWER: sunny", '{"scores": [9]}'],
     "rewoo": [SUNNY],  # no tools: no plan, the solver answers
+    "lats": [SUNNY, '{"satisfactory": true, "feedback": ""}'],
+}
+SCHEMA_ONLY_OPTIONS: dict[str, dict[str, object]] = {
+    "tot": {"n_branches": 1, "beam_width": 1, "max_depth": 1},
+    "lats": {"n_candidates": 1},
 }
 
 
@@ -204,7 +209,7 @@ def test_a_model_whose_structured_output_takes_only_the_schema(loop):
         profile={"tool_calling": False},
         objects={"WeatherBaseModel": WeatherBaseModel(**WEATHER_DATA)},
     )
-    options = {"n_branches": 1, "beam_width": 1, "max_depth": 1} if loop == "tot" else {}
+    options = SCHEMA_ONLY_OPTIONS.get(loop, {})
     graph = build_loop(loop, model, [], response_format=WeatherBaseModel, **options)
     out = graph.invoke({"messages": [HumanMessage("What is the weather?")]})
     assert out["structured_response"] == WeatherBaseModel(**WEATHER_DATA), out

@@ -14,7 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from loopgraphs.graphs.critic import CritiqueReport, create_critic_graph
+from loopgraphs.graphs.critic import create_critic_graph
+from loopgraphs.graphs.critic.checks import CritiqueReport
 from loopgraphs.nodes import grounding, model_send
 from loopgraphs.nodes.parsing.critic import parse_critique
 from loopgraphs.nodes.parsing.text import content_text

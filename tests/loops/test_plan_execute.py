@@ -15,15 +15,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from loopgraphs import prompts
-from loopgraphs.graphs.plan_execute import (
+from loopgraphs.graphs.plan_execute import LOOP, create_plan_execute_graph
+from loopgraphs.graphs.plan_execute.plans import (
     STEP_CHARS,
     Plan,
     PlanUpdate,
-    call_budget,
-    create_plan_execute_graph,
     results_room,
     results_text,
 )
+from loopgraphs.graphs.plan_execute.state import call_budget
 from loopgraphs.nodes.parsing.plans import (
     numbered_items,
     plan_from_text,
@@ -52,6 +52,11 @@ def structured(mode: str, schema: str, data: dict) -> object:
 
 def text_of(prompt: list) -> str:
     return "\n".join(content_text(m.content) for m in prompt)
+
+
+def budget_of(*, tool_selection: bool = False, **options) -> int:
+    """The run's call budget for ``options`` (the rest at their defaults)."""
+    return call_budget(LOOP.resolve(options), tool_selection=tool_selection)
 
 
 def build(mode: str, replies: list, *, model_kwargs: dict | None = None, **kwargs):
@@ -208,7 +213,7 @@ def test_each_step_gets_its_share_of_the_calls_left(mode):
         mode, [always_acting(mode, STEPS)], model_kwargs={"repeat_last": True}, **options
     )
     out = graph.invoke({"messages": [("user", "q")]})
-    budget = call_budget(**options)
+    budget = budget_of(**options)
     assert budget == 12
     # 12 - 1 (plan) - 2 (synthesis) leaves 9 for 3 steps: 2 iterations and the forced
     # answer each, where 3 iterations each would have spent 14 calls in all.
@@ -488,16 +493,16 @@ def test_malformed_review_decision_raises(decision):
 # adversarial models ----------------------------------------------------------------------
 
 ADVERSARIAL = {"max_steps": 3, "max_step_iterations": 2, "replan": True}
-BUDGET = call_budget(max_steps=3, max_step_iterations=2, replan=True)
+BUDGET = budget_of(max_steps=3, max_step_iterations=2, replan=True)
 
 
 def test_budget_formula():
     # planner + the steps' calls (one full step, two for each other) + revisions
     # + synthesis (and its one retry)
     assert BUDGET == 2 + (2 + 1 + 2 * (3 - 1)) + 2 * (3 - 1) + 2 == 15
-    assert call_budget() == 2 + (5 + 1 + 2 * 6) + 2 == 22
-    assert call_budget(tool_selection=True) == 22 + 2 * 7
-    assert call_budget(max_steps=1, max_step_iterations=1) == 2 + 2 + 2
+    assert budget_of() == 2 + (5 + 1 + 2 * 6) + 2 == 22
+    assert budget_of(tool_selection=True) == 22 + 2 * 7
+    assert budget_of(max_steps=1, max_step_iterations=1) == 2 + 2 + 2
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -576,7 +581,7 @@ def test_small_recursion_limit_never_raises(limit):
     assert out["status"] == "max_iterations"
     assert out["current_step"] < len(out["plan"])
     assert out["llm_calls"] == model.call_count
-    assert out["llm_calls"] <= call_budget(max_steps=7, replan=True)
+    assert out["llm_calls"] <= budget_of(max_steps=7, replan=True)
     assert isinstance(out["answer"], str)
 
 

@@ -8,23 +8,19 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from loopgraphs.graphs.plan_execute_state import StepResult
-from loopgraphs.graphs.plan_execute_steps import (
-    PlanExecuteOptions,
+from loopgraphs.graphs.plan_execute import LOOP
+from loopgraphs.graphs.plan_execute.plans import fallback_answer
+from loopgraphs.graphs.plan_execute.state import StepResult
+from loopgraphs.graphs.plan_execute.steps import (
+    Execution,
     executed,
-    fallback_answer,
     plan,
-    route_executed,
-    route_planned,
     route_reviewed,
-    step_iterations,
     synthesize,
 )
 from loopgraphs.graphs.react import LOOP as REACT
+from loopgraphs.nodes import InnerLoop, Step
 from loopgraphs.nodes.driver import run_sync
-from loopgraphs.nodes.inner import InnerLoop
-from loopgraphs.nodes.settings import make_settings
-from loopgraphs.nodes.step import Step
 from tests.support.fakes import calls, tool_call
 from tests.support.scripts import model_for
 
@@ -38,16 +34,16 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
-def options_for(replies: list[Any] | None = None, **kwargs: Any) -> PlanExecuteOptions:
-    """The steps' options over a scripted native model, with ``lookup`` as the tool."""
-    settings = make_settings("plan_execute", model_for("native", replies or []), [lookup], {})
-    react = InnerLoop(REACT, settings, {}, max_iterations=5)
-    given = {"max_steps": 3, "replan": False, "approve_plan": False, **kwargs}
-    return PlanExecuteOptions(settings=settings, react=react, **given)
+def step_of(node: str, replies: list[Any] | None = None, **options: Any) -> Step:
+    """The ``Step`` the node is handed, over a scripted native model with ``lookup`` as
+    the tool (``max_steps=3`` unless ``options`` say otherwise)."""
+    model = model_for("native", replies or [])
+    return LOOP.step(node, model, [lookup], runtime=RUNTIME, **{"max_steps": 3, **options})
 
 
-def step_of(options: PlanExecuteOptions) -> Step:
-    return Step(options.settings, RUNTIME, {})
+def execution_for(step: Step) -> Execution:
+    """The plan steps' ReAct loop, five iterations each, as ``wire`` makes it."""
+    return Execution(InnerLoop(REACT, step.run, {}, max_iterations=5))
 
 
 def state(*results: StepResult, **keys: Any) -> dict[str, Any]:
@@ -62,12 +58,13 @@ def state(*results: StepResult, **keys: Any) -> dict[str, Any]:
 
 
 def test_each_step_gets_an_even_share_of_the_calls_left() -> None:
-    options = options_for()
+    step = step_of("execute")
+    execution = execution_for(step)
     # 14 calls in all (2 plan, 5 + 1 for one step, 2 + 2 for the others, 2 synthesis):
     # 10 left after the plan and the synthesis, for 3 steps: 2 iterations and the answer
-    assert step_iterations(options, state(), RUNTIME) == 2
+    assert execution.step_iterations(state(), step) == 2
     spent = state(DONE, STOPPED, llm_calls=12)  # 0 left: no step can run
-    assert step_iterations(options, spent, RUNTIME) == 0
+    assert execution.step_iterations(spent, step) == 0
 
 
 @pytest.mark.parametrize(
@@ -80,17 +77,18 @@ def test_each_step_gets_an_even_share_of_the_calls_left() -> None:
     ],
 )
 def test_route_executed_revises_only_after_a_failed_step(replan, results, chosen) -> None:
-    options = options_for(replan=replan)
-    assert route_executed(options, state(*results), RUNTIME) == chosen
+    step = step_of("execute", replan=replan)
+    assert execution_for(step).route_executed(state(*results), step) == chosen
 
 
 def test_route_planned_reviews_only_when_the_review_and_a_step_fit() -> None:
-    options = options_for(approve_plan=True)
-    assert route_planned(options, state(), RUNTIME) == "review_plan"
+    step = step_of("plan", approve_plan=True)
+    execution = execution_for(step)
+    assert execution.route_planned(state(), step) == "review_plan"
     tight = state(remaining_steps=3)  # review_plan, execute and synthesize need more
-    assert route_planned(options, tight, RUNTIME) == "synthesize"
-    without = options_for()
-    assert route_planned(without, state(), RUNTIME) == "execute"
+    assert execution.route_planned(tight, step) == "synthesize"
+    without = step_of("plan")
+    assert execution_for(without).route_planned(state(), without) == "execute"
 
 
 def test_route_reviewed_needs_no_options() -> None:
@@ -139,21 +137,21 @@ def test_a_step_a_middleware_limit_stopped_ends_the_run_with_its_closing_message
 
 def test_plan_cuts_the_planner_reply_to_max_steps() -> None:
     steps = ["find a", "find b", "find c", "add them"]
-    options = options_for([calls(tool_call("Plan", {"steps": steps}))])
-    update = run_sync(plan(options, state(plan=[]), step_of(options)), {})
+    step = step_of("plan", [calls(tool_call("Plan", {"steps": steps}))])
+    update = run_sync(plan(state(plan=[]), step), {})
     assert update["plan"] == steps[:3] and update["llm_calls"] == 1
 
 
 def test_synthesize_answers_from_the_step_results() -> None:
-    options = options_for(["The sum is 3."])
+    step = step_of("synthesize", ["The sum is 3."])
     done = state(DONE, DONE, DONE)
-    update = run_sync(synthesize(done, step_of(options)), {})
+    update = run_sync(synthesize(done, step), {})
     assert (update["answer"], update["status"]) == ("The sum is 3.", "completed")
 
 
 def test_a_synthesis_cut_twice_ends_with_the_fallback_answer() -> None:
     cut = AIMessage("The answer is", response_metadata={"finish_reason": "length"})
-    options = options_for([cut, cut])
-    update = run_sync(synthesize(state(DONE, STOPPED), step_of(options)), {})
+    step = step_of("synthesize", [cut, cut])
+    update = run_sync(synthesize(state(DONE, STOPPED), step), {})
     assert (update["answer"], update["status"]) == ("A=1", "max_iterations")
     assert update["llm_calls"] == 2

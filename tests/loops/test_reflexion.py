@@ -11,13 +11,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from loopgraphs.graphs.reflexion import (
-    NO_ATTEMPT,
-    call_budget,
-    create_reflexion_graph,
-    episode_update,
-    with_reflections,
-)
+from loopgraphs.graphs.reflexion import LOOP, create_reflexion_graph
+from loopgraphs.graphs.reflexion.state import call_budget
+from loopgraphs.graphs.reflexion.steps import NO_ATTEMPT, episode_update, with_reflections
 from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ProviderError, calls, tool_call
 from tests.support.scripts import FAST_RETRY, MODES, act, final, model_for
@@ -37,6 +33,11 @@ def verdict(mode: str, satisfactory: bool, feedback: str = "") -> object:
     if mode == "json":
         return json.dumps({"satisfactory": satisfactory, "feedback": feedback})
     return f"{'SATISFACTORY' if satisfactory else 'UNSATISFACTORY'}: {feedback}"
+
+
+def budget_of(**options) -> int:
+    """The run's call budget for ``options`` (the rest at their defaults)."""
+    return call_budget(LOOP.resolve(options))
 
 
 def text_of(prompt: list) -> str:
@@ -233,12 +234,12 @@ def test_an_episode_that_rewrote_its_input_replaces_the_conversation():
 
 # adversarial models ----------------------------------------------------------------------
 
-BUDGET = call_budget(max_reflections=3, max_iterations=2)
+BUDGET = budget_of(max_reflections=3, max_iterations=2)
 
 
 def test_budget_formula():
     assert BUDGET == 3 * (2 + 1) + 3 * 2 + (3 - 1) == 17
-    assert call_budget() == 3 * 11 + 6 + 2
+    assert budget_of() == 3 * 11 + 6 + 2
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,27 +12,27 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from loopgraphs import prompts
-from loopgraphs.graphs.self_ask_guided_turns import guided_parse
-from loopgraphs.graphs.self_ask_plain import plain_parse
-from loopgraphs.graphs.self_ask_state import SelfAskState, TurnSteps
-from loopgraphs.graphs.self_ask_steps import (
-    SelfAskRoutes,
+from loopgraphs.graphs.self_ask import LOOP, create_self_ask_graph
+from loopgraphs.graphs.self_ask.budget import can_continue, may_answer, may_call_tools
+from loopgraphs.graphs.self_ask.guided_turns import guided_parse
+from loopgraphs.graphs.self_ask.state import SelfAskState, SelfAskStep
+from loopgraphs.graphs.self_ask.steps import (
     final_answer,
-    generate,
     opening,
+    plain_parse,
+    route_tools,
+    route_turn,
     settle,
+    take_turn,
 )
 from loopgraphs.nodes import grounding, model_send
 from loopgraphs.nodes.driver import run_sync
-from loopgraphs.nodes.settings import LoopSettings, make_settings
-from loopgraphs.nodes.step import Step
+from tests.loops.test_self_ask_tool_path import looks_after, looks_before
 from tests.support.fakes import tool_call
 from tests.support.scripts import model_for
 
 QUESTION = "Who is the head of state of the country that hosted Expo 2015?"
 Q1 = "Which country hosted Expo 2015?"
-STEPS = TurnSteps(hooks_after=0, model=1)  # no middleware hooks
-NO_CONTEXT = Runtime(context=None)
 
 
 def search(query: str) -> str:
@@ -39,9 +40,18 @@ def search(query: str) -> str:
     return f"result for {query}"
 
 
-def settings_for(mode: str, replies: list[Any] | None = None) -> LoopSettings:
+def step_for(
+    mode: str,
+    replies: list[Any] | None = None,
+    node: str = "generate",
+    runtime: Runtime | None = None,
+    **options: Any,
+) -> SelfAskStep:
+    """The ``Step`` Self-Ask's ``node`` is handed (3 follow-ups, a scripted model)."""
     model = model_for(mode, replies or [])
-    return make_settings("self_ask", model, [search], {"tool_mode": mode}, max_iterations=3)
+    return LOOP.step(
+        node, model, [search], runtime=runtime, tool_mode=mode, max_follow_ups=3, **options
+    )
 
 
 def state_of(mode: str, *messages: Any, **keys: Any) -> SelfAskState:
@@ -66,42 +76,47 @@ def asked_q1() -> tuple[ToolMessage, SelfAskState]:
     return result, state_of("text", call, pending=pending, phase="tools")
 
 
-def test_route_generated_sends_the_pending_follow_up_to_the_tool():
+def test_route_turn_sends_the_pending_follow_up_to_the_tool():
     _, state = asked_q1()
-    routes = SelfAskRoutes(settings_for("text"), STEPS)
-    (sent,) = routes.route_generated(state, NO_CONTEXT)
+    (sent,) = route_turn(state, step_for("text"))
     assert isinstance(sent, Send) and sent.node == "call_tool"
     assert [(call["id"], call["args"]) for call in sent.arg] == [("c1", {"query": Q1})]
 
 
 @pytest.mark.parametrize("phase", ["finish_asked", "finish_cut", "finish_budget"])
-def test_route_generated_asks_for_the_answer_in_a_finishing_phase(phase):
-    routes = SelfAskRoutes(settings_for("text"), STEPS)
-    assert routes.route_generated(state_of("text", phase=phase), NO_CONTEXT) == "final_answer"
+def test_route_turn_asks_for_the_answer_in_a_finishing_phase(phase):
+    step = step_for("text")
+    assert route_turn(state_of("text", phase=phase), step) == "final_answer"
     ended = state_of("text", phase=phase, status="completed")
-    assert routes.route_generated(ended, NO_CONTEXT) == END
+    assert route_turn(ended, step) == END
 
 
 def test_route_tools_asks_for_the_answer_when_no_turn_fits():
-    routes = SelfAskRoutes(settings_for("text"), STEPS)
-    assert routes.route_tools(state_of("text"), NO_CONTEXT) == "generate"
+    """Another turn from the tool step goes round once more (generate, call_tool) and
+    finishes (generate, final_answer): 4 graph steps after this one."""
+    assert route_tools(state_of("text"), step_for("text", node="call_tool")) == "generate"
     # the run's context lowers the follow-up budget to the calls already made
-    one_call = Runtime(context={"max_iterations": 1})
-    assert routes.route_tools(state_of("text"), one_call) == "final_answer"
+    one_call = step_for("text", node="call_tool", runtime=Runtime(context={"max_iterations": 1}))
+    assert route_tools(state_of("text"), one_call) == "final_answer"
     # a turn and the answer need more graph steps than are left
-    assert routes.route_tools(state_of("text", remaining_steps=2), NO_CONTEXT) == "final_answer"
+    tight = state_of("text", remaining_steps=4)
+    assert route_tools(tight, step_for("text", node="call_tool")) == "final_answer"
+    assert route_tools({**tight, "remaining_steps": 5}, step_for("text", node="call_tool")) == (
+        "generate"
+    )
 
 
 def test_settle_answers_the_pending_follow_up_from_its_tool_result():
     result, state = asked_q1()
     state = {**state, "messages": [*state["messages"], result]}
-    settled = settle(state, settings_for("text"))
+    run = step_for("text").run
+    settled = settle(state, run)
     assert settled == {
         "follow_ups": [{"question": Q1, "answer": "Italy hosted Expo 2015.", "tool": "search"}],
         "pending": [],
         "phase": "asking",
     }
-    assert settle(state_of("text"), settings_for("text")) == {}  # nothing pending
+    assert settle(state_of("text"), run) == {}  # nothing pending
 
 
 def test_settle_leaves_a_guided_run_to_read_the_result(monkeypatch):
@@ -109,12 +124,12 @@ def test_settle_leaves_a_guided_run_to_read_the_result(monkeypatch):
     monkeypatch.setattr(model_send, "needs_guided_steps", lambda model: True)
     result, state = asked_q1()
     state = {**state, "messages": [*state["messages"], result]}
-    assert settle(state, settings_for("text"))["phase"] == "reading"
+    assert settle(state, step_for("text").run)["phase"] == "reading"
 
 
 def test_plain_parse_writes_a_follow_up_as_a_call_of_the_first_tool():
     reply = AIMessage(f"Are follow up questions needed here? Yes.\nFollow up: {Q1}", id="r1")
-    update = plain_parse(state_of("text", reply), settings_for("text"), reply, STEPS)
+    update = plain_parse(state_of("text", reply), step_for("text"), reply)
     assert update["phase"] == "tools"
     (pending,) = update["pending"]
     (written,) = update["messages"]
@@ -128,11 +143,11 @@ def test_plain_parse_a_cut_answer_is_asked_once_then_left_to_final_answer():
     reply = AIMessage(
         "So the final answer is: Sergio Matt", response_metadata={"finish_reason": "length"}
     )
-    update = plain_parse(state_of("text", reply), settings_for("text"), reply, STEPS)
+    update = plain_parse(state_of("text", reply), step_for("text"), reply)
     assert update["scratch"] == {"shortened": True, "reask": prompts.SHORT_ANSWER}
     assert "phase" not in update and "status" not in update
     asked_once = state_of("text", reply, scratch={"iterations": 1, "shortened": True})
-    update = plain_parse(asked_once, settings_for("text"), reply, STEPS)
+    update = plain_parse(asked_once, step_for("text"), reply)
     assert update["phase"] == "finish_cut" and "status" not in update
 
 
@@ -140,29 +155,31 @@ def test_guided_parse_a_follow_up_asked_again_moves_on_to_the_answer():
     follow_ups = [{"question": Q1, "answer": "Italy", "tool": "search"}]
     reply = AIMessage(f"Follow up: {Q1}")
     state = state_of("text", reply, follow_ups=follow_ups)
-    assert guided_parse(state, settings_for("text"), reply, STEPS) == {"phase": "finish_asked"}
+    assert guided_parse(state, step_for("text"), reply) == {"phase": "finish_asked"}
     # with no graph steps left for the answer, the run ends on the answer it holds
     starved = {**state, "remaining_steps": 1}
-    ended = guided_parse(starved, settings_for("text"), reply, STEPS)
+    ended = guided_parse(starved, step_for("text"), reply)
     assert ended == {"status": "max_iterations", "answer": "Italy"}
 
 
 def test_opening_ends_a_run_that_has_no_step_left():
-    run = settings_for("text")
-    assert opening(STEPS, {"messages": []}, run) == {
-        "follow_ups": [],
-        "pending": [],
-        "phase": "asking",
-    }
-    starved = opening(STEPS, {"messages": [], "remaining_steps": 1}, run)
-    assert (starved["status"], starved["answer"]) == ("max_iterations", "")
+    step = step_for("text", node="prepare")
+    assert opening({"messages": []}, step) == {"follow_ups": [], "pending": [], "phase": "asking"}
+    # the kit's start ends a run whose graph steps do not allow one turn, before any call
+    assert step.may_finish({"messages": [], "remaining_steps": 2})
+    assert not step.may_finish({"messages": [], "remaining_steps": 1})
+    model = model_for("text", [])
+    starved = create_self_ask_graph(model, [search]).invoke(
+        {"messages": [("user", QUESTION)]}, {"recursion_limit": 2}
+    )
+    assert (starved["status"], starved["answer"], model.call_count) == ("max_iterations", "", 0)
 
 
 def test_generate_settles_the_last_follow_up_then_reads_the_answer():
-    run = settings_for("text", ["So the final answer is: Sergio Mattarella"])
+    step = step_for("text", ["So the final answer is: Sergio Mattarella"])
     result, state = asked_q1()
     state = {**state, "messages": [*state["messages"], result]}
-    update = run_sync(generate(STEPS, state, Step(run, NO_CONTEXT, {})), {})
+    update = run_sync(take_turn(state, step), {})
     assert (update["status"], update["answer"]) == ("completed", "Sergio Mattarella")
     assert [f["answer"] for f in update["follow_ups"]] == ["Italy hosted Expo 2015."]
     assert (update["phase"], update["pending"]) == ("asking", [])
@@ -173,19 +190,31 @@ def test_generate_settles_the_last_follow_up_then_reads_the_answer():
 
 def test_final_answer_without_an_answer_ends_with_the_last_intermediate_answer():
     cut = AIMessage("So the final", response_metadata={"finish_reason": "length"})
-    run = settings_for("text", [cut])
+    step = step_for("text", [cut], node="final_answer")
     follow_ups = [{"question": Q1, "answer": "Italy", "tool": "search"}]
     state = state_of("text", follow_ups=follow_ups, phase="finish_cut")
-    update = run_sync(final_answer(state, Step(run, NO_CONTEXT, {})), {})
+    update = run_sync(final_answer(state, step), {})
     assert (update["status"], update["answer"]) == ("max_iterations", "Italy")
     (shown,) = update["messages"]
     assert shown.content == "Italy"
 
 
-def test_turn_steps_leave_room_for_the_hooks_and_the_review():
-    steps = TurnSteps(hooks_after=1, model=3)  # a before_model and an after_model hook
-    reviewed = make_settings(
-        "self_ask", model_for("text", []), [search], {"interrupt_before_tools": True}
+def fits(check: Callable[[SelfAskState, SelfAskStep], bool], step: SelfAskStep) -> int:
+    """The fewest graph steps left at which ``check`` allows what it asks about."""
+    return next(
+        left for left in range(1, 30) if check(state_of("text", remaining_steps=left), step)
     )
-    assert (steps.answer, steps.turn) == (4, 7)
-    assert (steps.tools(settings_for("text")), steps.tools(reviewed)) == (5, 6)
+
+
+def test_the_budget_leaves_room_for_the_hooks_and_the_review():
+    """The kit counts the graph steps after a turn from the wiring, the turn's own
+    after_model hook first: the answer is final_answer, the tools are call_tool (after the
+    review, when there is one) and then the answer, and another turn goes round once more
+    (generate, the tools) and finishes (the tools, final_answer)."""
+    plain = step_for("text")
+    hooked = step_for("text", middleware=[looks_before, looks_after])  # 3 steps a model step
+    reviewed = step_for("text", interrupt_before_tools=True)
+    assert [fits(may_answer, step) for step in (plain, hooked, reviewed)] == [2, 5, 2]
+    assert [fits(may_call_tools, step) for step in (plain, hooked, reviewed)] == [3, 6, 4]
+    # With hooks, another turn also leaves room for the hooks after the turn's answer.
+    assert [fits(can_continue, step) for step in (plain, hooked, reviewed)] == [5, 10, 7]

@@ -18,9 +18,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import prompts
-from loopgraphs.graphs import tot as tot_module
-from loopgraphs.graphs.tot import THOUGHT_TOKENS, call_budget, create_tot_graph
-from loopgraphs.graphs.tot_scoring import score_all, scores_for
+from loopgraphs.graphs.tot import LOOP, create_tot_graph
+from loopgraphs.graphs.tot import thoughts as thoughts_module
+from loopgraphs.graphs.tot.state import call_budget
+from loopgraphs.graphs.tot.steps import close_level
+from loopgraphs.graphs.tot.thoughts import THOUGHT_TOKENS
+from loopgraphs.nodes.driver import run_sync
+from loopgraphs.nodes.judging import scores_for
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.parsing.thoughts import parse_score, parse_scores, parse_thoughts
 from tests.support.fakes import ProviderError, ScriptedChatModel
@@ -35,6 +39,11 @@ COMBOS = [
 ]
 STEP_RE = re.compile(r"Step \d+: (.*)")
 ATTEMPT_RE = re.compile(r"attempt (\d+) of")
+
+
+def budget(**options) -> int:
+    """The call budget of a graph built with ``options`` (the rest at their defaults)."""
+    return call_budget(LOOP.resolve(options))
 
 
 def prompt_text(messages) -> str:
@@ -135,7 +144,7 @@ def test_max_depth_forces_one_final_answer_from_best_branch():
     out = run(model)
     assert (out["answer"], out["status"], out["stop_reason"]) == ("7", "completed", "max_depth")
     assert out["depth"] == 3
-    assert out["llm_calls"] == 9 == model.call_count == call_budget()
+    assert out["llm_calls"] == 9 == model.call_count == budget()
     final_prompt = prompt_text(model.prompts[-1])
     assert "exploration is over" in final_prompt
     assert path_of(final_prompt) == out["best_path"] == out["branches"][0]["thoughts"]
@@ -166,7 +175,7 @@ def test_beam_width_one_follows_a_single_path():
     out = run(model, beam_width=1, max_depth=2)
     assert len(out["branches"]) == 1
     assert out["best_path"][0] == "t03"
-    assert out["llm_calls"] == call_budget(beam_width=1, max_depth=2) == 5
+    assert out["llm_calls"] == budget(beam_width=1, max_depth=2) == 5
 
 
 # --- call counts ----------------------------------------------------------------------
@@ -187,7 +196,7 @@ def test_calls_of_a_full_search_match_the_documented_formula(generation, scoring
     assert (
         out["llm_calls"]
         == expected
-        == call_budget(3, 2, 3, scoring, generation)
+        == budget(scoring=scoring, generation=generation)
         == model.call_count
     )
     assert out["status"] == "completed" and out["answer"] == "no marker here"
@@ -231,7 +240,7 @@ async def test_branches_of_a_level_are_expanded_concurrently(run_async):
     # batched scoring and the final answer are single calls: only the two expansions of
     # level 1 can be in flight together
     assert model.max_concurrency >= 2
-    assert out["llm_calls"] == call_budget(max_depth=2) == model.call_count
+    assert out["llm_calls"] == budget(max_depth=2) == model.call_count
 
 
 async def test_sampled_and_per_branch_calls_overlap_async():
@@ -259,7 +268,7 @@ def test_random_text_every_call_stays_within_budget(generation, scoring):
     out = run(model, generation=generation, scoring=scoring)
     assert out["status"] in ("completed", "max_iterations")
     assert isinstance(out["answer"], str)
-    assert out["llm_calls"] <= call_budget(3, 2, 3, scoring, generation)
+    assert out["llm_calls"] <= budget(scoring=scoring, generation=generation)
     assert out["llm_calls"] == model.call_count
 
 
@@ -267,8 +276,8 @@ def test_random_text_every_call_stays_within_budget(generation, scoring):
 def test_model_that_never_answers_gets_one_forced_answer(generation, scoring):
     model = scripted(lambda messages: "Hmm, let me think more about it.")
     out = run(model, generation=generation, scoring=scoring)
-    budget = call_budget(3, 2, 3, scoring, generation)
-    assert out["llm_calls"] == model.call_count <= budget
+    most = budget(scoring=scoring, generation=generation)
+    assert out["llm_calls"] == model.call_count <= most
     assert (out["status"], out["stop_reason"]) == ("completed", "max_depth")
     assert out["answer"] == "Hmm, let me think more about it."
     assert out["branches"][0]["score"] == 0.0
@@ -327,7 +336,7 @@ def test_transient_error_in_one_branch_is_retried():
     out = run(model, max_depth=2)
     assert out["status"] == "completed"
     # The failed attempt's request counts on top of the budget, and it was retried once.
-    assert out["llm_calls"] == call_budget(max_depth=2) + 1 == model.call_count
+    assert out["llm_calls"] == budget(max_depth=2) + 1 == model.call_count
     assert out["retries"] == 1
 
 
@@ -336,7 +345,7 @@ def test_small_recursion_limit_never_raises():
         model = scripted(brain(final="ANSWER: cut"))
         out = run(model, config={"recursion_limit": limit}, max_depth=12)
         assert out["status"] == "max_iterations", limit
-        assert out["llm_calls"] == model.call_count <= call_budget(max_depth=12)
+        assert out["llm_calls"] == model.call_count <= budget(max_depth=12)
         assert out["answer"] == ("cut" if limit >= 3 else "")
 
 
@@ -416,7 +425,7 @@ def test_second_run_on_a_thread_starts_fresh():
     config = {"configurable": {"thread_id": "t"}}
     first = graph.invoke({"messages": [("user", "q1")]}, config)
     second = graph.invoke({"messages": [("user", "q2")]}, config)
-    assert first["llm_calls"] == second["llm_calls"] == call_budget(max_depth=2)
+    assert first["llm_calls"] == second["llm_calls"] == budget(max_depth=2)
     assert len(second["candidates"]) == 6 and second["depth"] == 2
     assert "q2" in prompt_text(model.prompts[-1])
 
@@ -488,27 +497,25 @@ def test_parse_scores(text, count, expected):
     assert (found["scores"] if found else None) == expected
 
 
-def drive(logic, replies):
-    """Run score logic by hand, feeding replies; return its result."""
-    answers = iter(replies)
-    try:
-        logic.send(None)
-        while True:
-            logic.send(next(answers))
-    except StopIteration as stop:
-        return stop.value
-
-
-def test_score_all_pads_short_and_cuts_long_json():
-    model = ScriptedChatModel(replies=[])
-    scores, update = drive(
-        score_all(model, "p", [["a"], ["b"], ["c"]]), [AIMessage('{"scores": [4]}')]
-    )
-    assert scores == [4, 0, 0] and update["llm_calls"] == 1
-    scores, _ = drive(score_all(model, "p", [["a"]]), [AIMessage('{"scores": [4, 5, 6]}')])
-    assert scores == [4]
-    scores, _ = drive(score_all(model, "p", [["a"], ["b"]]), [AIMessage("no idea")])
-    assert scores == [0, 0]
+@pytest.mark.parametrize(
+    ("reply", "thoughts", "expected"),
+    [
+        ('{"scores": [4]}', ["a", "b", "c"], [4.0, 0.0, 0.0]),
+        ('{"scores": [4, 5, 6]}', ["a"], [4.0]),
+        ("no idea", ["a", "b"], [0.0, 0.0]),
+    ],
+)
+def test_batched_scores_are_padded_and_cut_to_the_candidates(reply, thoughts, expected):
+    model = ScriptedChatModel(replies=[reply])
+    step = LOOP.step("score_branches", model, max_depth=1, n_branches=3, beam_width=1)
+    candidates = [
+        {"thoughts": [t], "score": None, "parent": 0, "index": i, "answer": ""}
+        for i, t in enumerate(thoughts)
+    ]
+    state = {"messages": [HumanMessage("p")], "depth": 0, "candidates": candidates}
+    update = run_sync(close_level(state, step), {})
+    assert [c["score"] for c in update["candidates"]] == expected
+    assert update["llm_calls"] == 1 == model.call_count
 
 
 def test_batched_scoring_asks_for_exactly_one_bounded_score_per_candidate():
@@ -544,7 +551,7 @@ def test_thoughts_are_capped_only_for_guided_models(monkeypatch, generation, cap
     """On a small model that needs guided steps (the embedded one) a reply of thoughts has
     a token cap per thought and ends at a blank line (a proposal also at the item after
     the last one asked for)."""
-    monkeypatch.setattr(tot_module, "needs_guided_steps", lambda model: embedded)
+    monkeypatch.setattr(thoughts_module, "needs_guided_steps", lambda model: embedded)
     settings: list[dict] = []
 
     @wrap_model_call

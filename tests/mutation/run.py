@@ -193,7 +193,7 @@ GROUPS = (
     ),
     Group(
         "hooks_routing",
-        ("nodes/hooks.py", "nodes/routing.py"),
+        ("nodes/hooks.py", "nodes/routing.py", "nodes/own_reply.py"),
         (
             *MIDDLEWARE_TESTS,
             "tests/unit/nodes/test_routing.py",

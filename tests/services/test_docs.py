@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -122,12 +123,30 @@ def setup_rewoo(namespace: dict[str, Any]) -> None:
     namespace["model"] = capable([calls(tool_call("Plan", {"steps": steps})), "In Ferndale."])
 
 
+def setup_json_answer(namespace: dict[str, Any]) -> None:
+    """A json-mode model that answers at once: its reply is ReAct's JSON action."""
+    action = {"thought": "I know it.", "action": "Final Answer", "action_input": "It is 42."}
+    namespace["model"] = ScriptedChatModel(replies=[json.dumps(action)], repeat_last=True)
+
+
+def setup_progress(namespace: dict[str, Any]) -> None:
+    """Plan-and-Execute's model plans one step, which calls ``lookup``, then answers."""
+    from tests.support.loop_scripts import tool_then_answer
+
+    replies = tool_then_answer(
+        "plan_execute", "native", "lookup", {"topic": "plums"}, "in the basket"
+    )
+    namespace["model"] = capable(replies)
+
+
 SETUPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "quickstart": setup_quickstart,
     "approval": setup_approval,
     "evaluation": setup_evaluation,
     "self_refine": setup_self_refine,
     "rewoo": setup_rewoo,
+    "json_answer": setup_json_answer,
+    "progress": setup_progress,
 }
 
 

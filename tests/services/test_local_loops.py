@@ -6,6 +6,7 @@ import pytest
 
 from loopgraphs import LOOPS, build_loop
 from loopgraphs.graphs import registry
+from loopgraphs.nodes import most_calls
 from loopgraphs.toolkits import calculator, make_search_tool
 from tests.support.requests import RequestEnds
 
@@ -20,6 +21,7 @@ SMALL_BUDGETS = {
     "critic": {"max_critique_rounds": 1},
     "tot": {"n_branches": 2, "beam_width": 1, "max_depth": 1},
     "rewoo": {"max_steps": 2},
+    "lats": {"n_candidates": 2, "max_rollouts": 1},
 }
 
 
@@ -29,6 +31,8 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
     for ``load_model("local")`` (the session server is the embedded one)."""
     from loopgraphs import prompts
     from loopgraphs.graphs import plan_execute, reflexion, tot
+    from loopgraphs.graphs.lats.state import call_budget as lats_budget
+    from loopgraphs.graphs.tot.state import call_budget as tot_budget
     from loopgraphs.models import local_server as embedded_servers
     from loopgraphs.nodes.tool_loop import check_history
 
@@ -48,13 +52,14 @@ def test_loop_runs_on_the_local_model(local_server, local_model, monkeypatch, na
         "react": (both, 2 + 1),  # max_iterations, then one final-answer request
         "plan_execute": (
             ("completed",),  # a step that runs out is recorded and the plan goes on
-            plan_execute.call_budget(max_steps=1, max_step_iterations=1),
+            most_calls(plan_execute.LOOP, SMALL_BUDGETS[name]),
         ),
-        "reflexion": (both, reflexion.call_budget(max_reflections=1, max_iterations=1)),
+        "reflexion": (both, most_calls(reflexion.LOOP, SMALL_BUDGETS[name])),
         "self_ask": (both, 1 + 1),  # max_follow_ups + 1
         "critic": (("completed",), 1 + 2 * 1),  # the rounds running out still complete
-        "tot": (both, tot.call_budget(n_branches=2, beam_width=1, max_depth=1)),
         "rewoo": (both, 2 + 2),  # the plan and the answer, each asked once more
+        "tot": (both, tot_budget(tot.LOOP.resolve(SMALL_BUDGETS["tot"]))),
+        "lats": (both, lats_budget(SMALL_BUDGETS["lats"])),
     }[name]
     assert out["status"] in statuses, out.get("error")
     assert 1 <= out["llm_calls"] <= budget

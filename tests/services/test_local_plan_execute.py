@@ -9,7 +9,9 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 
 from loopgraphs import create_plan_execute_graph
-from loopgraphs.graphs.plan_execute import CHARS_PER_TOKEN, call_budget
+from loopgraphs.graphs.plan_execute import LOOP
+from loopgraphs.graphs.plan_execute.plans import CHARS_PER_TOKEN
+from loopgraphs.nodes import most_calls
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.tool_loop import check_history
 from loopgraphs.toolkits import calculator, make_search_tool
@@ -41,7 +43,7 @@ def test_one_step_arithmetic_question_ends_within_a_few_calls(local_model):
     # (2 at most), far below the budget of a 7-step plan.
     assert out["plan"] == [question], out["plan"]
     assert 1 <= out["llm_calls"] == len(seen.texts) <= 2 + (2 + 1) + 2
-    assert call_budget(max_step_iterations=2) == 2 + (2 + 1 + 2 * 6) + 2
+    assert most_calls(LOOP, {"max_step_iterations": 2}) == 2 + (2 + 1 + 2 * 6) + 2
     assert isinstance(out["answer"], str)
     check_history(out["messages"])
     # Every reply is capped, and every prompt fits the server's window with its reply.

@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from loopgraphs import create_self_ask_graph
-from loopgraphs.graphs.self_ask_guided import HOLD_WORDS
+from loopgraphs.graphs.self_ask.guided import HOLD_WORDS
 from loopgraphs.models import local_server as embedded_servers
 from loopgraphs.nodes.grounding import WORD_RE
 from loopgraphs.nodes.parsing.self_ask import builds_on, needed_words

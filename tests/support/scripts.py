@@ -11,6 +11,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import RetryPolicy
 
 from loopgraphs.nodes.errors import is_transient
+from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ScriptedChatModel, calls, tool_call
 
 MODES = ("native", "json", "text")
@@ -33,6 +34,60 @@ def final(mode: str, answer: str) -> Any:
     if mode == "json":
         return json.dumps({"thought": "Done.", "action": "final_answer", "action_input": answer})
     return f"Thought: I can answer now.\nFINAL_ANSWER: {answer}"
+
+
+def valued(mode: str, score: int = 7) -> Any:
+    """A value (the kit's ``Value``) in the form of ``mode``'s structured output."""
+    data = {"score": score, "reason": "on the way"}
+    return calls(tool_call("Value", data)) if mode == "native" else json.dumps(data)
+
+
+def judged(mode: str, satisfactory: bool = True, feedback: str = "") -> Any:
+    """A verdict (the kit's ``Verdict``) in the form of ``mode``'s structured output."""
+    data = {"satisfactory": satisfactory, "feedback": feedback}
+    return calls(tool_call("Verdict", data)) if mode == "native" else json.dumps(data)
+
+
+LATS_SMALL = {"n_candidates": 1, "max_rollouts": 2}
+"""LATS with one candidate per rollout (its calls come in script order) and two rollouts."""
+
+
+def lats_search(mode: str, name: str, args: dict[str, Any], answer: str) -> list[Any]:
+    """A LATS run with ``LATS_SMALL``: a candidate calling ``name``, its value, then a
+    candidate answering ``answer`` and the verdict that it is satisfactory."""
+    return [act(mode, name, args), valued(mode), final(mode, answer), judged(mode)]
+
+
+def lats_brain(
+    steps: list[tuple[str, dict[str, Any]]], answer: str, *, mode: str = "native"
+) -> Any:
+    """A LATS model that replies by the request, whatever order its concurrent calls come
+    in: a value (7) to a value request, a satisfactory verdict to a verdict request, a
+    lesson to a reflection request; a candidate turn makes the first call of ``steps`` its
+    trajectory has not made (read from the assistant messages of its prompt), then
+    answers ``answer``."""
+
+    def made(messages: list[Any], name: str) -> bool:
+        return any(
+            isinstance(m, AIMessage)
+            and (any(c["name"] == name for c in m.tool_calls) or name in content_text(m.content))
+            for m in messages
+        )
+
+    def reply(messages: list[Any]) -> Any:
+        asked = "\n".join(content_text(m.content) for m in messages)
+        if "The attempt is not finished" in asked:
+            return valued(mode)
+        if "<answer>" in asked:
+            return judged(mode)
+        if "Write the reflection" in asked:
+            return "Check the result before answering."
+        for name, args in steps:
+            if not made(messages, name):
+                return act(mode, name, args)
+        return final(mode, answer)
+
+    return reply
 
 
 def step_alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:

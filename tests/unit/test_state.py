@@ -136,22 +136,33 @@ def test_messages_to_convert_go_through_the_reducer():
     assert plain["messages"] == [result]
 
 
-def test_a_fence_marker_depends_on_each_messages_type_content_and_calls():
+def test_a_fence_marker_depends_on_the_first_messages_type_content_and_calls():
     asked = [HumanMessage("hi")]
     call = {"name": "add", "args": {}, "id": "c1", "type": "tool_call"}
     assert new_fence(asked) == new_fence([HumanMessage("hi", id="other")])  # ids do not count
     assert new_fence(asked) != new_fence([AIMessage("hi")])
     assert new_fence(asked) != new_fence([HumanMessage("ho")])
     assert new_fence([AIMessage("")]) != new_fence([AIMessage("", tool_calls=[call])])
-    assert new_fence([HumanMessage("ab"), HumanMessage("c")]) != new_fence(
-        [HumanMessage("a"), HumanMessage("bc")]
-    )
 
 
 def test_a_fence_marker_is_the_same_in_every_process():
     # The marker is part of every prompt: the same conversation gives the same prompts.
-    assert new_fence([]) == "e3b0c44298fc"
-    assert new_fence([HumanMessage("What is 2 + 2?")]) == "7b57ea6b839e"
+    assert new_fence([]) == "87346eb28235"
+    assert new_fence([HumanMessage("What is 2 + 2?")]) == "a31bc438226d"
+
+
+def test_a_thread_keeps_its_fence_marker():
+    """Every turn of a thread fences with the marker of its first message: the earlier
+    turns' tool results are sent as they were (a prompt cache reuses them), and a long
+    thread costs a run's start no more than a new one."""
+    first = HumanMessage("q")
+    later = [
+        AIMessage("a"),
+        HumanMessage("again?"),
+        *(HumanMessage(f"turn {i}") for i in range(50)),
+    ]
+    assert new_fence([first]) == new_fence([first, *later]) == new_fence([first, *later[:3]])
+    assert new_fence([first, *later]) != new_fence(later)
 
 
 def test_a_fence_marker_reads_plain_values_and_broken_text():

@@ -20,8 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import LOOPS, build_loop, prompts
 from loopgraphs.nodes.hooks import FINISH, STOPPED
+from loopgraphs.nodes.own_reply import NO_REPLY_ID
 from tests.compat.middleware_support import call, calls, native
-from tests.support.scripts import Refunds
+from tests.support.scripts import LATS_SMALL, Refunds, lats_search
 
 SNAPSHOTS = Path(__file__).parents[2] / "snapshots"
 
@@ -41,6 +42,28 @@ def test_a_jump_to_the_end_after_an_answer_completes_the_run_with_it():
     out = graph.invoke(ask("Six times seven?"))
     assert (out["status"], out["error"]) == ("completed", "")
     assert out["answer"] == "42"
+
+
+def test_an_after_model_hook_sees_a_steps_own_reply_only():
+    """A step whose model calls were internal (LATS's evaluation, an expansion whose
+    candidates only answered) adds no reply: its after_model hooks see an empty one, not
+    the earlier step's calls the tools answered, which a review would ask about again and
+    a tool-call limit count again; the empty reply never reaches the thread."""
+    seen: list[list[str]] = []
+
+    @after_model
+    def record(state, runtime):
+        last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        seen.append([c["name"] for c in last.tool_calls])
+
+    refunds = Refunds()
+    model = native(lats_search("native", "refund", {"order": "A1"}, "Refunded A1."))
+    graph = build_loop("lats", model, [refunds.tool], middleware=[record], **LATS_SMALL)
+    out = graph.invoke(ask())
+    assert (out["status"], refunds.done) == ("completed", ["A1"])
+    # expand (the refund), evaluate (its value), expand (an answer), evaluate (its verdict)
+    assert seen == [["refund"], [], [], []]
+    assert all(m.id != NO_REPLY_ID for m in out["messages"])
 
 
 def test_a_jump_to_the_end_after_a_tool_call_ends_unfinished_without_running_it():
@@ -128,8 +151,8 @@ def test_a_jump_to_the_tools_needs_a_loop_with_a_tool_step():
         build_loop("cot", native(["x"]), middleware=[to_tools])
     assert str(raised.value) == (
         "middleware to_tools: its before_model hook may jump to 'tools', but cot has no "
-        "tool step; use it with a loop that calls tools (react, plan_execute, reflexion, "
-        "self_ask, critic) or drop 'tools' from can_jump_to"
+        "tool step; use it with a loop that runs its tool calls itself (one whose graph has "
+        "the call_tool step) or drop 'tools' from can_jump_to"
     )
 
 

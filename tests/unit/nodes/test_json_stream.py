@@ -49,3 +49,10 @@ def test_a_wrapped_root_and_an_answer_field_without_a_condition():
     plain = AnswerField("answer", when=None)
     assert plain.read('{"answer": "Paris, the cap') == "Paris, the cap"
     assert plain.read('{"reason": "x"}') is None
+
+
+@pytest.mark.parametrize("action", ["final_answer", "Final Answer", " FINISH ", "answer"])
+def test_every_final_action_the_parser_accepts_is_an_answer(action):
+    reply = json.dumps({"thought": "t", "action": action, "action_input": "Paris"})
+    assert REACT_ANSWER.read(reply[:-4]) == "Par"
+    assert REACT_ANSWER.read(reply) == "Paris"

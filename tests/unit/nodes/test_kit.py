@@ -7,9 +7,11 @@ import inspect
 from typing import Annotated, Any, Literal
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import PrivateAttr
 from typing_extensions import TypedDict
 
 from loopgraphs import build_loop
@@ -33,13 +35,15 @@ from loopgraphs.nodes import (
     parse,
     prompt_message,
     read_action,
+    reask_for,
     reflect,
     score_branches,
     tool_calls,
 )
 from loopgraphs.nodes.driver import run_sync
 from loopgraphs.nodes.plan import count_steps
-from tests.support.fakes import ScriptedChatModel, calls, tool_call
+from loopgraphs.prompts import NO_ANSWER, SHORT_ANSWER
+from tests.support.fakes import ProviderError, ScriptedChatModel, calls, tool_call
 
 QUESTION = {"messages": [HumanMessage("What is 6 * 7?")]}
 
@@ -113,7 +117,7 @@ def test_keywords_are_checked_against_their_option():
         spec.create(scripted(), rounds=9)
     with pytest.raises(TypeError, match="rounds must be an int; got '2'"):
         spec.create(scripted(), rounds="2")
-    with pytest.raises(TypeError, match="style must be one of 'short', 'long'; got 'tiny'"):
+    with pytest.raises(ValueError, match="style must be one of 'short', 'long'; got 'tiny'"):
         spec.create(scripted(), style="tiny")
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'round'.*accepted: rounds"):
         spec.create(scripted(), round=3)
@@ -176,12 +180,16 @@ def test_a_build_without_a_start_says_to_add_one():
         echo_spec(wire=no_start).create(scripted())
 
 
-def test_the_kits_step_names_are_kept_for_the_kit():
-    def clash(loop: LoopBuild[EchoOptions]) -> None:
-        loop.start("call_tool")
-        loop.step("call_tool", answer, then=END)
+@pytest.mark.parametrize("name", ["call_tool", "review", "prepare", "finish", "stopped"])
+def test_the_kits_step_names_are_kept_for_the_kit(name):
+    """Also the names of the nodes middleware hooks add (``finish``, ``stopped``): a step
+    named so is refused when the loop is built, with or without middleware."""
 
-    with pytest.raises(ValueError, match="'call_tool' is the name of a kit step"):
+    def clash(loop: LoopBuild[EchoOptions]) -> None:
+        loop.start(name)
+        loop.step(name, answer, then=END)
+
+    with pytest.raises(ValueError, match=f"'{name}' is the name of a kit step"):
         echo_spec(wire=clash).create(scripted())
 
 
@@ -238,6 +246,15 @@ def test_steps_are_counted_on_the_wiring_with_each_hook_node():
     assert counts["prepare"].shortest_finish == 4
 
 
+def test_a_running_steps_own_after_hooks_count_in_its_finish():
+    wiring = {"prepare": ["turn"], "turn": ["tools", "finish"], "tools": ["turn"], "finish": [END]}
+    counts = count_steps(wiring, {"turn": 3}, {"turn": 1})
+    assert counts["turn"].round == 4  # its hooks come round with it
+    assert (counts["turn"].finish, counts["turn"].shortest_finish) == (2, 2)
+    assert counts["turn"].another_round == 6
+    assert counts["prepare"].shortest_finish == 4  # the turn's hooks in its weight
+
+
 def test_a_plain_function_step_and_a_literal_router():
     def count(state: EchoState, step: Step[EchoOptions]) -> EchoState:
         return {"said": [*state.get("said", []), "x"]}
@@ -276,6 +293,14 @@ def test_generate_asks_once_more_after_a_cut_reply_and_keeps_both_replies():
     assert isinstance(asked_again, HumanMessage) and "short" in asked_again.content.lower()
 
 
+def test_reask_for_names_the_reask_generate_sends():
+    cut = AIMessage("The answer is", response_metadata={"finish_reason": "length"})
+    assert reask_for(cut) == SHORT_ANSWER
+    assert reask_for(AIMessage("")) == NO_ANSWER
+    assert reask_for(calls(tool_call("multiply", {"a": 6, "b": 7}))) is None
+    assert reask_for(AIMessage("42")) is None
+
+
 def test_an_internal_turn_is_kept_out_of_the_thread():
     model = scripted("a plan")
     turn = run_sync(generate(kit_step(model), QUESTION, QUESTION["messages"], purpose="plan"), {})
@@ -300,6 +325,21 @@ def test_parse_reads_a_schema_through_the_ladder():
     assert parsed.value == Value(score=7, reason="close") and parsed.ok
 
 
+def test_parse_returns_the_providers_refusal_of_every_level_when_asked_to():
+    refusal = ProviderError(400, "this model does not support tools")
+    asked = QUESTION["messages"]
+    kept = parse(
+        kit_step(scripted(refusal)), QUESTION, asked, schema=Value, levels=["native"], max_calls=1
+    )
+    with pytest.raises(ProviderError):
+        run_sync(kept, {})
+    step = kit_step(scripted(refusal))
+    returned = parse(step, QUESTION, asked, schema=Value, levels=["native"], raise_refused=False)
+    parsed = run_sync(returned, {})
+    assert (parsed.value, parsed.level, parsed.refused) == (None, "refused", ["native"])
+    assert parsed.spent["llm_calls"] == 1 and not parsed.replies
+
+
 def test_evaluate_gives_a_verdict_or_a_value_and_reflect_a_lesson():
     model = scripted(
         '{"satisfactory": false, "feedback": "wrong product"}',
@@ -317,6 +357,17 @@ def test_evaluate_gives_a_verdict_or_a_value_and_reflect_a_lesson():
         from loopgraphs.nodes.judging import Scores
 
         run_sync(evaluate(step, QUESTION, "41", schema=Scores), {})
+
+
+def test_evaluate_and_reflect_send_the_candidates_images_after_the_prompt():
+    chart = {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}
+    model = scripted('{"satisfactory": false, "feedback": "misread"}', "Read the axis.")
+    step = kit_step(model)
+    run_sync(evaluate(step, QUESTION, "the chart shows 3", media=[chart]), {})
+    run_sync(reflect(step, QUESTION, "the chart shows 3", "misread", media=[chart]), {})
+    for prompt in model.prompts:
+        asked = prompt[-1]
+        assert isinstance(asked, HumanMessage) and asked.content[1:] == [chart]
 
 
 @pytest.mark.parametrize("batched", [True, False])
@@ -381,6 +432,67 @@ def look_spec() -> LoopSpec[LookOptions]:
     )
 
 
+class TemperedModel(ScriptedChatModel):
+    """A scripted model with a sampling temperature, recording the one each request had."""
+
+    temperature: float = 0.0
+    _temperatures: list[float] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        self._temperatures.append(kwargs.get("temperature", self.temperature))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+class Tags(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.tags: list[list[str]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.tags.append(list(kwargs.get("tags") or []))
+
+
+@pytest.mark.parametrize("mode", ["native", "json", "text"])
+def test_an_internal_act_turn_takes_model_settings_and_stays_out_of_the_thread(mode):
+    profile = {
+        "native": {"tool_calling": True, "structured_output": True},
+        "json": {"tool_calling": False, "structured_output": True},
+        "text": {"tool_calling": False, "structured_output": False},
+    }[mode]
+    model = TemperedModel(replies=["FINAL_ANSWER: 42"], repeat_last=True, profile=profile)
+    step = look_spec().step("look", model, [multiply], tool_mode=mode)
+    state = {**QUESTION, "tool_mode": mode}
+    tags = Tags()
+    turn = run_sync(
+        act(
+            step,
+            state,
+            QUESTION["messages"],
+            purpose="expansion",
+            model_settings={"temperature": 0.9},
+        ),
+        {"callbacks": [tags]},
+    )
+    assert turn.messages == [] and turn.tool_mode == mode
+    assert model._temperatures == [0.9]
+    assert all("nostream" in sent for sent in tags.tags)
+    chat = run_sync(act(step, state, QUESTION["messages"]), {})
+    assert chat.messages == [chat.reply] and model._temperatures[-1] == 0.0
+
+
+def test_a_temperature_is_sent_only_to_a_model_that_takes_one():
+    from langchain_openai import ChatOpenAI
+
+    from loopgraphs.models import takes_temperature
+
+    assert takes_temperature(ChatOpenAI(model="gpt-4o-mini", api_key="x"))
+    assert takes_temperature(ChatOpenAI(model="gpt-5-chat-latest", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="o3-mini", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="gpt-5", api_key="x"))
+    assert not takes_temperature(ChatOpenAI(model="gpt-4o", api_key="x", reasoning_effort="low"))
+    assert not takes_temperature(scripted())
+    assert takes_temperature(TemperedModel(replies=[]).bind(stop=["x"]))
+
+
 def test_a_users_tool_loop_gets_the_tool_step_and_approvals():
     model = scripted(calls(tool_call("multiply", {"a": 6, "b": 7}, id="m1")), "42")
     graph = look_spec().create(
@@ -394,6 +506,50 @@ def test_a_users_tool_loop_gets_the_tool_step_and_approvals():
     assert (out["status"], out["answer"]) == ("completed", "42")
     result = next(m for m in out["messages"] if m.type == "tool")
     assert "42" in result.content
+
+
+def judge(state: ToolLoopState, step: Step[LookOptions]) -> LogicOf[ToolLoopState]:
+    verdict = yield from evaluate(step, state, "42")
+    return {**verdict.spent, "answer": "42", "status": "completed"}
+
+
+def wire_look_then_judge(loop: LoopBuild[LookOptions]) -> None:
+    loop.start("look")
+    loop.step("look", look, model=True, calls_tools=True, then=after_look, targets=[END])
+    loop.tool_step("judge")
+    loop.step("judge", judge, model=True, then=END)
+
+
+def test_an_after_model_hook_of_a_step_that_adds_no_reply_sees_an_empty_one():
+    """``judge``'s call is internal: its after_model hook must not take ``look``'s calls,
+    which the tools answered, for its reply (a review would ask about them again)."""
+    from langchain.agents.middleware import after_model
+
+    from loopgraphs.nodes.own_reply import NO_REPLY_ID
+
+    seen: list[list[str]] = []
+
+    @after_model
+    def record(state: Any, runtime: Any) -> None:
+        last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        seen.append([call["name"] for call in last.tool_calls])
+
+    model = scripted(
+        calls(tool_call("multiply", {"a": 6, "b": 7}, id="m1")),
+        '{"satisfactory": true, "feedback": ""}',
+    )
+    spec = LoopSpec(
+        "look_then_judge",
+        wire_look_then_judge,
+        state=ToolLoopState,
+        output=EchoOutput,
+        options=LookOptions,
+        summary="calls a tool, then judges",
+        budget_option="turns",
+    )
+    out = spec.create(model, [multiply], middleware=[record]).invoke(QUESTION)
+    assert out["status"] == "completed" and seen == [["multiply"], []]
+    assert all(message.id != NO_REPLY_ID for message in out["messages"])
 
 
 def test_a_kit_node_called_outside_a_loops_step_says_where_its_step_comes_from():

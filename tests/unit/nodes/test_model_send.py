@@ -143,8 +143,12 @@ def test_provider_json_is_read_from_the_parsed_object_or_the_raw_text():
     assert parsed.result == [raw] and parsed.structured_response == {"city": "Oslo"}
     unparsed = model_send._provider_reader(False)({"raw": raw, "parsed": None})
     assert unparsed.structured_response == {"city": "Rome"}
+    # A model's own with_structured_output(schema) returns the object alone.
     bare = model_send._provider_reader(False)({"city": "Oslo"})
-    assert bare.result[0].content == "" and bare.structured_response is None
+    assert bare.result[0].content == '{"city": "Oslo"}'
+    assert bare.structured_response == {"city": "Oslo"}
+    model = model_send._provider_reader(False)(Weather(city="Oslo"))
+    assert model.structured_response == {"city": "Oslo"}
 
 
 def test_a_json_action_keeps_its_raw_text_or_writes_the_parsed_action():

@@ -1,10 +1,11 @@
-"""Every loop starts a run the same way: its ``prepare`` node checks the input before any
-model call, resets what the last run on the thread left, and hands each step the run's
-settings with the run's context applied."""
+"""Every loop starts a run the same way: its start (a ``prepare`` node, or the loop's first
+step) checks the input before any model call, resets what the last run on the thread
+left, and hands each step the run's settings with the run's context applied."""
 
 from __future__ import annotations
 
 import pytest
+from langchain.agents.middleware import before_model
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -21,9 +22,15 @@ def loop(name: str, model, **options):
 
 
 @pytest.mark.parametrize("name", list(LOOPS))
-def test_every_loop_starts_in_prepare(name):
-    graph = loop(name, None)
-    edges = [(e.source, e.target) for e in graph.get_graph().edges]
+def test_every_loop_starts_a_run_first(name):
+    """A run starts in ``prepare``, or, in a loop whose first step starts its runs itself
+    (no hook before it, running totals: ReAct, LATS), in that step; with a model hook
+    before it, in ``prepare`` again."""
+    first = {"react": "generate", "lats": "expand"}.get(name, "prepare")
+    edges = [(e.source, e.target) for e in loop(name, None).get_graph().edges]
+    assert [target for source, target in edges if source == "__start__"] == [first]
+    hooked = loop(name, None, middleware=[before_model(lambda state, runtime: None)])
+    edges = [(e.source, e.target) for e in hooked.get_graph().edges]
     assert [target for source, target in edges if source == "__start__"] == ["prepare"]
 
 

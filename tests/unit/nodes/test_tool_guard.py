@@ -1,5 +1,7 @@
-"""The tool guard (``nodes/tool_guard.py``): fences, call identity, error text, budgets,
-the sync path, and what a tool returns besides text.
+"""The tool guard (``nodes/tool_guard.py``): call identity, error text, budgets, the sync
+path, what a tool returns besides text, and the fence around what the model is sent of it
+(``nodes/generate.py``'s ``fenced_result``: the thread keeps a result as the tool returned
+it).
 
 These are exact results that mutation testing (``make mutate``) found unpinned. Each test
 builds what it checks itself (no shared fixture), so that the mutation run, which runs for
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from loopgraphs import create_react_graph
+from loopgraphs.nodes.generate import fenced_result
 from loopgraphs.nodes.parsing.text import (
     content_text,
 )
@@ -208,9 +211,7 @@ def test_without_the_loop_break_a_repeated_call_runs_again() -> None:
     ]
     (result,) = run_guarded(guard_for(max_tool_calls=5, loop_break=False), history)
     assert result.status == "success"
-    assert (
-        content_text(result.content) == "<<tool_output f00>>\nvalue of a\n<<end_tool_output f00>>"
-    )
+    assert content_text(result.content) == "value of a"
 
 
 def test_the_budget_holds_without_the_loop_break() -> None:
@@ -223,7 +224,7 @@ def test_the_budget_holds_without_the_loop_break() -> None:
     assert "budget of 1 tool calls is used up" in content_text(by_id["c2"].content)
 
 
-def test_the_sync_path_fences_output_and_keeps_the_graph_context() -> None:
+def test_the_sync_path_keeps_output_as_returned_and_the_graph_context() -> None:
     """``ToolNode``'s sync path (``wrap``), without and with a timeout: the tool runs in
     the node's context (its config reaches the tool in the guard's thread)."""
     seen: list = []
@@ -245,7 +246,7 @@ def test_the_sync_path_fences_output_and_keeps_the_graph_context() -> None:
         state = {"messages": [ask(("where", {"key": "k"}, "c1"))], "scratch": {"fence": "f00"}}
         out = graph.invoke(state, {"configurable": {"thread_id": f"t-{timeout}"}})
         (result,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-        assert content_text(result.content) == "<<tool_output f00>>\nran k\n<<end_tool_output f00>>"
+        assert content_text(result.content) == "ran k"
     assert [thread for thread, _ in seen] == ["t-None", "t-5.0"]
     assert seen[1][1].startswith("loopgraphs-tool")
 
@@ -273,7 +274,7 @@ def test_the_tool_node_is_named_as_asked() -> None:
 # --- Tool guard: what a tool returns besides text ---------------------------------------
 
 
-def test_error_results_are_named_once_and_cut() -> None:
+def test_error_results_are_named_once_and_cut_in_what_the_model_is_sent() -> None:
     @dec_tool
     def quota(key: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
         """Fail with an error of its own."""
@@ -288,9 +289,12 @@ def test_error_results_are_named_once_and_cut() -> None:
         guard_for(quota, broken, max_output_chars=30),
         [ask(("quota", {"key": "a"}, "c1"), ("broken", {"key": "a"}, "c2"))],
     )
-    by_id = {r.tool_call_id: content_text(r.content) for r in results}
-    assert by_id["c1"] == "<<tool_output f00>>\nError: quota spent\n<<end_tool_output f00>>"
-    assert by_id["c2"] == (
+    by_id = {r.tool_call_id: r for r in results}
+    assert content_text(by_id["c1"].content) == "Error: quota spent"
+    assert content_text(by_id["c2"].content) == "Error: broken failed: " + "x" * 50
+    sent = {i: content_text(fenced_result(r, "f00", 30).content) for i, r in by_id.items()}
+    assert sent["c1"] == "<<tool_output f00>>\nError: quota spent\n<<end_tool_output f00>>"
+    assert sent["c2"] == (
         "<<tool_output f00>>\nError: broken failed: xxxxxxxx\n"
         "[... truncated 42 of 72 characters]\n<<end_tool_output f00>>"
     )
@@ -305,7 +309,8 @@ def test_text_blocks_are_fenced_and_cut_and_other_blocks_kept() -> None:
     (result,) = run_guarded(
         guard_for(blocks, max_output_chars=10), [ask(("blocks", {"key": "a"}, "c1"))]
     )
-    text, image = result.content
+    assert result.content[0] == {"type": "text", "text": "y" * 40}
+    text, image = fenced_result(result, "f00", 10).content
     assert text == {
         "type": "text",
         "text": "<<tool_output f00>>\nyyyyyyyyyy\n[... truncated 30 of 40 characters]\n"
@@ -330,7 +335,7 @@ def test_a_tool_ending_the_run_gives_its_result_as_the_answer() -> None:
     out = graph.invoke({"messages": [("user", "go")]})
     assert (out["status"], out["answer"], model.call_count) == ("completed", "finished k", 1)
     tools = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert [content_text(m.content).startswith("<<tool_output ") for m in tools] == [True]
+    assert [content_text(m.content) for m in tools] == ["finished k"]
     assert content_text(out["messages"][-1].content) == "kept as sent"
 
 
@@ -352,7 +357,7 @@ def test_a_tool_may_not_jump_to_another_node() -> None:
     )
 
 
-def test_a_command_update_has_its_tool_messages_fenced() -> None:
+def test_a_command_updates_tool_messages_are_kept_as_returned() -> None:
     @dec_tool
     def note(key: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
         """Note a key."""
@@ -361,4 +366,6 @@ def test_a_command_update_has_its_tool_messages_fenced() -> None:
         )
 
     (result,) = run_guarded(guard_for(note), [ask(("note", {"key": "k"}, "c1"))])
-    assert content_text(result.content) == "<<tool_output f00>>\nnoted k\n<<end_tool_output f00>>"
+    assert content_text(result.content) == "noted k"
+    sent = fenced_result(result, "f00", 100)
+    assert content_text(sent.content) == "<<tool_output f00>>\nnoted k\n<<end_tool_output f00>>"
