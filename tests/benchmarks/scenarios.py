@@ -256,6 +256,57 @@ def tot_scenario(
     )
 
 
+def lats_scenario() -> Scenario:
+    """One rollout that calls the tool, one that answers: the candidates of an expansion
+    are alike (one child each, whatever order they are sampled in)."""
+    from loopgraphs.nodes import most_calls
+
+    options = {"n_candidates": 3, "max_rollouts": 5}
+    value = structured("Value", {"score": 7, "reason": "a is known"})
+    verdict = structured("Verdict", {"satisfactory": True, "feedback": ""})
+    replies: list[Any] = [*[act("a", 0)] * 3, value, *[AIMessage("a plus b is 3")] * 3, verdict]
+    return Scenario(
+        name="lats",
+        loop="lats",
+        options=options,
+        reply=Script(replies),
+        calls=len(replies),
+        budget=most_calls(LOOP_SPECS["lats"], options),
+        budget_formula="4·n_candidates·max_rollouts",
+        seed_formula="n_candidates per expansion + 1 value or verdict per child",
+        seed_calls=3 + 1 + 3 + 1,
+        tool_calls=1,
+    )
+
+
+def rewoo_scenario() -> Scenario:
+    """A three-step plan (the third step reads the first two's evidence), then the answer."""
+    from loopgraphs.nodes import most_calls
+
+    steps = [
+        {"plan": "Find a.", "evidence": "#E1", "tool": "lookup", "tool_input": {"key": "a"}},
+        {"plan": "Find b.", "evidence": "#E2", "tool": "lookup", "tool_input": {"key": "b"}},
+        {
+            "plan": "Add them.",
+            "evidence": "#E3",
+            "tool": "lookup",
+            "tool_input": {"key": "#E1+#E2"},
+        },
+    ]
+    return Scenario(
+        name="rewoo",
+        loop="rewoo",
+        options={},
+        reply=Script([structured("Plan", {"steps": steps}), AIMessage("a plus b is 3")]),
+        calls=2,
+        budget=most_calls(LOOP_SPECS["rewoo"], {}),
+        budget_formula="4 (the plan and the answer, each asked once more)",
+        seed_formula="1 plan + 1 solve, whatever the number of steps",
+        seed_calls=2,
+        tool_calls=3,
+    )
+
+
 def generic_scenario(loop: str) -> Scenario:
     return Scenario(
         name=f"{loop} (answers at once)",
@@ -278,6 +329,8 @@ BUILDERS: dict[str, Callable[[], Scenario]] = {
     "self_ask": self_ask_scenario,
     "critic": critic_scenario,
     "tot": tot_scenario,
+    "lats": lats_scenario,
+    "rewoo": rewoo_scenario,
 }
 
 

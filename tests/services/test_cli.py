@@ -35,17 +35,22 @@ def test_draw_prints_mermaid(name, capsys):
         "cot": {"prepare", "generate", "parse"},
         "critic": {"prepare", "generate", "critique", "call_tool", "revise"},
         "plan_execute": {"prepare", "plan", "execute", "synthesize"},
-        "react": {"prepare", "select_tools", "generate", *tool_steps},
+        "react": {"select_tools", "generate", *tool_steps},
         "reflexion": {"prepare", "generate", "evaluate", "reflect"},
         "self_ask": {"prepare", "generate", *tool_steps},
         "tot": {"prepare", "expand", "score_branches", "final_answer"},
-    }[name]
+        "lats": {"expand", "evaluate", "best_answer", *tool_steps},
+        "rewoo": {"prepare", "plan", "work", "call_tool", "solve"},
+    }.get(name)
+    assert expected is not None, f"tests/services/test_cli.py: add the nodes of the loop {name!r}"
     nodes = set(re.findall(r"^\t(\w+)\(", out, flags=re.MULTILINE))
     assert nodes == expected | {"__start__", "__end__"}
     edges = re.findall(r"^\t(\w+) -\.?-> (\w+);$", out, flags=re.MULTILINE)
     assert set(edges) <= {(a, b) for a in nodes for b in nodes}
-    # A run starts in ``prepare`` in every loop, and every step can reach the end.
-    assert [b for a, b in edges if a == "__start__"] == ["prepare"]
+    # A run starts in ``prepare``, or in the first step of a loop that starts its runs
+    # itself (ReAct, LATS), and every step can reach the end.
+    first = {"react": "generate", "lats": "expand"}.get(name, "prepare")
+    assert [b for a, b in edges if a == "__start__"] == [first]
     reaches_end = {"__end__"}
     while added := {a for a, b in edges if b in reaches_end} - reaches_end:
         reaches_end |= added

@@ -177,7 +177,8 @@ def test_every_package_is_listed_for_setuptools():
     tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = {name for name, path in package_modules().items() if path.stem == "__init__"}
-    assert packages <= set(listed["packages"])
+    missing = sorted(packages - set(listed["packages"]))
+    assert not missing, f"pyproject.toml's [tool.setuptools] packages lacks {missing}"
 
 
 def test_the_command_runs_as_a_module_and_as_the_console_script():

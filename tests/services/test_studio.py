@@ -39,8 +39,9 @@ def test_langgraph_json_lists_every_loop():
         graph = asyncio.run(getattr(studio, name)())
         assert isinstance(graph, CompiledStateGraph) and graph.get_name() == name
         assert studio.studio_graph(name) is graph
+    assert sorted(studio.FACTORIES) == sorted(LOOPS)
     assert sorted(studio.__all__) == sorted(
-        ["STUDIO_HISTORY_TOKENS", "STUDIO_TOOLS", "studio_graph", *LOOPS]
+        ["FACTORIES", "STUDIO_HISTORY_TOKENS", "STUDIO_TOOLS", "studio_graph", *LOOPS]
     )
 
 
