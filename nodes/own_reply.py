@@ -52,11 +52,13 @@ def own_reply(state: Mapping[str, object]) -> Mapping[str, object]:
     message's tool calls all have their results it is an earlier step's, which the hook
     must not review or count again, so the hook sees an empty reply after it."""
     messages = messages_of(state)
-    replies = [index for index, m in enumerate(messages) if isinstance(m, AIMessage)]
-    last = messages[replies[-1]] if replies else None
+    at = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1
+    )
+    last = messages[at] if at >= 0 else None
     if not isinstance(last, AIMessage) or not last.tool_calls:
         return state
-    after = messages[replies[-1] + 1 :]
+    after = messages[at + 1 :]
     answered = {m.tool_call_id for m in after if isinstance(m, ToolMessage)}
     if any(call["id"] not in answered for call in last.tool_calls):
         return state

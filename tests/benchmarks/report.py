@@ -106,6 +106,20 @@ def summary_rows(results: dict[str, Any]) -> list[list[str]]:
                 verdict(row["ratio_vs_create_agent"] <= INSTRUCTIONS_TARGET),
             ]
         )
+    turns = (results.get("chat_turns") or {}).get("react") or {}
+    for key, windows in turns.items():
+        for label in ("1-5", "28-32", "56-60"):
+            if label in windows:
+                figure = windows[label]["ratio"]
+                rows.append(
+                    [
+                        f"ReAct / create_agent, CPU per chat turn, turns {label} of a "
+                        f"checkpointed thread ({key})",
+                        ratio(figure),
+                        "≤ 1.0×",
+                        verdict(figure["median"] <= 1.0),
+                    ]
+                )
     timed = results.get("evaluation") or {}
     if "minutes" in timed:
         rows.append(
@@ -366,6 +380,7 @@ def render(results: dict[str, Any]) -> str:
         )
     lines += instruction_lines(results.get("instructions"))
     lines += evaluation_lines(results.get("evaluation"))
+    lines += chat_turn_lines(results.get("chat_turns"))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -462,3 +477,71 @@ def evaluation_lines(section: dict[str, Any] | None) -> list[str]:
     return lines + table(
         ["loop", "suite", "accuracy (published)", "calls", "tokens", "latency s"], rows
     )
+
+
+def chat_turn_lines(section: dict[str, Any] | None) -> list[str]:
+    """Section 7: CPU per chat turn in a long checkpointed thread, against create_agent."""
+    lines = ["## 7. Chat turns in a long checkpointed thread (scripted zero-latency model)", ""]
+    if not section or "skipped" in section:
+        return [*lines, not_run(section), ""]
+    lines += [
+        "Each contender holds one thread on a checkpointer and answers one question per "
+        "turn: a call of one zero-latency tool, then the answer (each loop its own script, "
+        "`tests/support/loop_scripts.py`). Both contenders take turn k back to back in a "
+        "rotating order; a figure is the process's CPU time over one turn, a window's "
+        "figure the median of its turns, and the ratio is taken per thread. The first "
+        "thread of each row is 200 turns long (turns 196-200), the others 60.",
+        "",
+    ]
+    rows = []
+    for key, windows in section["react"].items():
+        for label, figure in windows.items():
+            rows.append(
+                [
+                    key,
+                    label,
+                    seconds_ms(figure["react_ms"]),
+                    seconds_ms(figure["create_agent_ms"]),
+                    ratio(figure["ratio"]),
+                ]
+            )
+    lines += table(
+        ["checkpointer/mode", "turns", "ReAct ms", "create_agent ms", "ReAct / create_agent"],
+        rows,
+    )
+    written = section.get("checkpoints_per_turn") or {}
+    if written:
+        lines += [
+            "Checkpoints written per turn: "
+            + "; ".join(
+                f"{key}: " + ", ".join(f"{name} {counts}" for name, counts in per.items())
+                for key, per in written.items()
+            )
+            + ".",
+            "",
+        ]
+    growth = section.get("growth") or {}
+    if growth:
+        lines += [
+            "How a turn grows with its thread (`InMemorySaver`, `invoke`): CPU ms per turn "
+            "over turns 1-5 and the last five of a thread, each loop beside create_agent "
+            "on a thread of the same length.",
+            "",
+        ]
+        rows = []
+        for loop, row in growth.items():
+            early, late, ratio_ = row["early_ms"], row["late_ms"], row["late_over_early"]
+            rows.append(
+                [
+                    f"{loop} ({row['turns']} turns)",
+                    f"{early[loop]:.1f} → {late[loop]:.1f} ({ratio_[loop]:.2f}×)",
+                    f"{early['create_agent']:.1f} → {late['create_agent']:.1f} "
+                    f"({ratio_['create_agent']:.2f}×)",
+                ]
+            )
+        lines += table(["loop", "the loop, ms per turn", "create_agent, ms per turn"], rows)
+    return lines
+
+
+def seconds_ms(s: dict[str, Any]) -> str:
+    return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"

@@ -11,7 +11,10 @@
 5. ReAct's instructions per model call against ``create_agent``'s, counted by callgrind
    (when valgrind is installed): a measure that a busy machine does not move;
 6. the full evaluation (``loopgraphs eval --limit 10``) on the embedded model: its time
-   against the 12-minute target and its accuracy against the published table.
+   against the 12-minute target and its accuracy against the published table;
+7. a chat turn in a long checkpointed thread: CPU per turn against ``create_agent``'s,
+   early and late in the thread, on ``InMemorySaver`` and ``SqliteSaver``, sync and
+   async, and how each chat loop's turn grows with its thread.
 
 Every timing is repeated and reported as the median with its spread (min–max); every
 ratio pairs two figures measured side by side in the same repeat. ``--quick`` runs a
@@ -50,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--only",
         help="comma-separated sections to re-run (overhead, concurrency, economy, local, "
-        "instructions, evaluation); "
+        "instructions, evaluation, chat_turns); "
         "the others are kept from the existing results.json in --out",
     )
     return parser
@@ -82,7 +85,15 @@ def log(text: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-SECTIONS = ("overhead", "concurrency", "economy", "local", "instructions", "evaluation")
+SECTIONS = (
+    "overhead",
+    "concurrency",
+    "economy",
+    "local",
+    "instructions",
+    "evaluation",
+    "chat_turns",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "config": config,
-        "scripted_model": "tests.support.fakes.ScriptedChatModel (sections 1-3)",
+        "scripted_model": "tests.support.fakes.ScriptedChatModel (sections 1-3, 5, 7)",
     }
     if results:
         results["meta"].setdefault("reruns", []).append({"sections": only, **meta})
@@ -173,6 +184,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["evaluation"] = evaluation(limit=args.eval_limit or (1 if quick else 10))
         except (ImportError, FileNotFoundError, RuntimeError) as error:
             results["evaluation"] = {"skipped": f"{type(error).__name__}: {error}"}
+    if "chat_turns" in only:
+        log("7. chat turns in a long checkpointed thread")
+        from tests.benchmarks.chat_turns import chat_turns
+
+        results["chat_turns"] = (
+            chat_turns(repeats=1, turns=6, growth_turns=6, modes=("invoke",))
+            if quick
+            else chat_turns(repeats=repeats)
+        )
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     stamp = results["meta"]["reruns"][-1] if "reruns" in results["meta"] else results["meta"]
     stamp["load_average_at_end"] = [round(x, 2) for x in load] if load else None

@@ -79,10 +79,23 @@ def test_quick_benchmarks_write_every_section(tmp_path):
     else:
         assert "valgrind" in counted["skipped"]
 
+    turns = data["chat_turns"]
+    assert set(turns["react"]) == {"memory/invoke", "sqlite/invoke"}
+    for windows in turns["react"].values():
+        figure = windows["1-5"]
+        assert all(is_spread(figure[key]) for key in ("ratio", "react_ms", "create_agent_ms"))
+    for per in turns["checkpoints_per_turn"].values():
+        assert set(per) == {"react", "create_agent"} and all(per.values())
+    assert set(turns["growth"]) == {"react", "plan_execute", "reflexion", "self_ask", "critic"}
+    for loop, row in turns["growth"].items():
+        assert set(row["early_ms"]) == set(row["late_ms"]) == {loop, "create_agent"}
+
     markdown = (tmp_path / "results.md").read_text()
     assert "scripted model" in markdown and f"{os.cpu_count()} cores" in markdown
     assert "| ReAct / create_agent, CPU µs per model call, N=1 (invoke) |" in markdown
     assert "## 5. Instructions per model call" in markdown
+    assert "## 7. Chat turns in a long checkpointed thread" in markdown
+    assert "| ReAct / create_agent, CPU per chat turn, turns 1-5" in markdown
 
 
 def test_reuse_counts_what_the_previous_call_left_in_the_cache():
