@@ -134,12 +134,12 @@ def prepare(
         sender, wrapped = _json_level(model, schema_tool(schema)[0], strict=not refused)
         return sender, [*head, *request.messages], _provider_reader(wrapped)
     if form.tools == "bind" or not registry:
-        settings = request.model_settings
+        configured, rest = with_settings(model, request.model_settings)
         runnable: Sender
         if request.tools:
-            runnable = bound_model(model, request.tools, request.tool_choice, settings)
+            runnable = bound_model(configured, request.tools, request.tool_choice, rest)
         else:
-            runnable = model.bind(**settings) if settings else model
+            runnable = configured.bind(**rest) if rest else configured
         return runnable, [*head, *as_written(request.messages)], _read_reply
     body = form.render(request.messages, registry) if form.render else as_written(request.messages)
     if form.tools == "schema":
@@ -151,8 +151,8 @@ def prepare(
         )
         structured, wrapped = _json_level(with_fields(model, request.model_settings), schema)
         return structured, [*head, *body], _action_reader(wrapped)
-    settings = request.model_settings
-    return (model.bind(**settings) if settings else model), [*head, *body], _read_reply
+    configured, rest = with_settings(model, request.model_settings)
+    return (configured.bind(**rest) if rest else configured), [*head, *body], _read_reply
 
 
 RAW_REPLY = "loopgraphs_reply"
@@ -391,6 +391,18 @@ def bound_model(
 
 
 _with_fields: dict[tuple[int, str], tuple[object, BaseChatModel]] = {}
+
+
+def with_settings(
+    model: BaseChatModel, settings: Mapping[str, Any]
+) -> tuple[BaseChatModel, dict[str, Any]]:
+    """``model`` with the settings that are fields of its class set as its own (see
+    ``with_fields``), and the others, to bind to it. A provider's client takes its
+    sampling settings as the model's fields (Ollama's goes on to refuse a ``temperature``
+    keyword), so a setting the model declares is set, never bound."""
+    fields = getattr(type(model), "model_fields", {})
+    rest = {key: value for key, value in settings.items() if key not in fields}
+    return with_fields(model, settings), rest
 
 
 def with_fields(model: BaseChatModel, settings: Mapping[str, Any]) -> BaseChatModel:

@@ -71,8 +71,9 @@ def candidate(
     used: set[str],
 ) -> TreeNode | None:
     """One candidate turn as a child of node ``index``: its tool calls (each with an id
-    no other call of the tree has), or its final answer as the answer checks keep it;
-    None for a reply cut at the token cap, unreadable, or whose answer is no answer."""
+    no other call of the tree has), or its final answer as the answer checks keep it (a
+    text-mode reply in no tool grammar is one, see ``plain_answer``); None for a reply
+    cut at the token cap, unreadable, or whose answer is no answer."""
     if turn.cut:
         return None
     reading = read_action(step, state, turn, require=require)
@@ -85,10 +86,16 @@ def candidate(
             actions.append(Action(id=call_id, tool=call["name"], args=dict(call["args"])))
         thought = content_text(reading.message.content).strip()
         return new_node(index, depth, thought=thought, actions=actions)
-    if reading.outcome != "final":
+    if reading.outcome != "final" and not plain_answer(turn, reading.outcome, require):
         return None
     answer = checked_answer(state, step, trajectory_messages(tree, index), reading.answer)
     return new_node(index, depth, answer=answer) if answer else None
+
+
+def plain_answer(turn: Turn, outcome: str, require: str | None) -> bool:
+    """Whether a text-mode reply in no tool grammar is an answer as it stands, as ReAct
+    takes one: no tool was required, and the reply is not JSON mode's to reformat."""
+    return outcome == "retry" and require is None and turn.tool_mode == "text"
 
 
 def checked_answer(
@@ -136,4 +143,5 @@ __all__ = [
     "expansion_settings",
     "fresh_id",
     "node_key",
+    "plain_answer",
 ]

@@ -21,12 +21,9 @@ from loopgraphs.nodes.errors import is_form_rejection
 from loopgraphs.nodes.parsing.text import content_text, refusal_of, stopped_at_cap
 from tests.behaviour.test_custom_state import TOOL_LOOPS, add_fruit, build, start
 from tests.support.fakes import ProviderError, ScriptedChatModel
-from tests.support.scripts import FAST_RETRY
+from tests.support.scripts import FAST_RETRY, FIRST_REQUESTS
 
 LOOP_NAMES = sorted(LOOPS)
-# The requests a loop's first step sends at once: LATS samples its 3 candidates together
-# (each sent once, none asked again).
-FIRST_REQUESTS = {"lats": 3}
 
 # How each provider's LangChain client marks a reply cut at the token cap.
 CUT: dict[str, dict[str, Any]] = {

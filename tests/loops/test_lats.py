@@ -29,7 +29,16 @@ from loopgraphs.graphs.lats.state import call_budget
 from loopgraphs.graphs.lats.tree import best_node, new_node, select, uct
 from loopgraphs.nodes.parsing.text import content_text
 from tests.support.fakes import ScriptedChatModel
-from tests.support.scripts import FAST_RETRY, MODES, act, final, judged, model_for, valued
+from tests.support.scripts import (
+    FAST_RETRY,
+    LATS_SMALL,
+    MODES,
+    act,
+    final,
+    judged,
+    model_for,
+    valued,
+)
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 QUESTION = {"messages": [("user", "Under which letters is alpha filed?")]}
@@ -246,6 +255,19 @@ def test_alike_candidates_are_one_child_and_one_call():
     calls = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
     assert [len(m.tool_calls) for m in calls] == [1]
     assert out["llm_calls"] == 3 + 1 + 3 + 1
+
+
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_a_text_mode_reply_in_no_tool_grammar_is_an_answer_as_react_takes_one(mode):
+    """In text mode a candidate written in no tool grammar is an answer as it stands (as
+    ReAct takes one); in json mode it is no candidate, as it is not JSON."""
+    plain = "So the final answer is: Paris."
+    model = model_for(mode, [plain, judged(mode)], repeat_last=True)
+    out = create_lats_graph(model, [look], tool_mode=mode, **LATS_SMALL).invoke(QUESTION)
+    if mode == "text":
+        assert (out["status"], out["answer"], out["llm_calls"]) == ("completed", plain, 2)
+    else:
+        assert all(not node["terminal"] for node in out["tree"])
 
 
 def test_nothing_left_to_expand_ends_the_search():

@@ -31,7 +31,7 @@ from tests.support.provider_server import (
     context_overflow,
     strict_schema_violations,
 )
-from tests.support.scripts import FAST_RETRY
+from tests.support.scripts import FAST_RETRY, FIRST_REQUESTS
 
 CLIENTS = ("openai", "responses", "anthropic", "ollama")
 LOOP_NAMES = sorted(LOOPS)
@@ -204,7 +204,8 @@ def test_a_refusal_ends_the_run_with_the_models_words(served, loop, kind):
         f"the model refused: {WORDS}",
         "",
     )
-    assert len(server.requests) == 1
+    # Each request of the first step is sent once (LATS sends its candidates' at once).
+    assert len(server.requests) == FIRST_REQUESTS.get(loop, 1)
 
 
 @pytest.mark.parametrize("kind", CLIENTS)
@@ -213,7 +214,8 @@ def test_a_context_too_long_is_sent_once_and_named(served, loop, kind):
     server = served(default=context_overflow(kind))
     out = loop_on(loop, client(kind, server)).invoke(QUESTION)
     assert out["status"] == "error"
-    assert len(server.requests) == 1 == out["llm_calls"], [r.path for r in server.requests]
+    sent = FIRST_REQUESTS.get(loop, 1)
+    assert len(server.requests) == sent == out["llm_calls"], [r.path for r in server.requests]
     assert "400" in out["error"] or "context" in out["error"].lower()
 
 
@@ -223,6 +225,31 @@ def test_create_agent_sends_a_context_too_long_once_too(served, kind):
     with pytest.raises(Exception):  # noqa: B017 - each client raises its own class
         create_agent(client(kind, server), [lookup]).invoke(QUESTION)
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_lats_samples_its_candidates_at_its_temperature_on_every_client(served, kind):
+    """The candidates' temperature reaches each provider in its own wire format (Ollama's
+    in ``options``, where its client takes it), and the judges' requests go without it."""
+    server = served(responder=finisher)
+    model = client(kind, server)
+    out = build_loop("lats", model, [lookup], temperature=0.7, retry_policy=FAST_RETRY).invoke(
+        QUESTION
+    )
+    assert out["status"] == "completed", out.get("error")
+
+    def temperature(request: Any) -> Any:
+        body = request.body
+        return (
+            (body.get("options") or {}).get("temperature")
+            if kind == "ollama"
+            else (body.get("temperature"))
+        )
+
+    sampled = [temperature(r) for r in server.requests[: FIRST_REQUESTS["lats"]]]
+    assert sampled == [0.7] * FIRST_REQUESTS["lats"]
+    judged = [temperature(r) for r in server.requests[FIRST_REQUESTS["lats"] :]]
+    assert judged and 0.7 not in judged
 
 
 @pytest.mark.parametrize("kind", CLIENTS)

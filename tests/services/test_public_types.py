@@ -93,21 +93,15 @@ def test_build_loops_keywords_are_each_factorys():
     import inspect
     import typing
 
+    from loopgraphs import nodes
     from loopgraphs.graphs import registry
 
-    typed = {
-        "cot": registry.CoTOptions,
-        "react": registry.ReActOptions,
-        "plan_execute": registry.PlanExecuteOptions,
-        "reflexion": registry.ReflexionOptions,
-        "self_ask": registry.SelfAskOptions,
-        "critic": registry.CriticOptions,
-        "tot": registry.ToTOptions,
-    }
+    typed = {name: spec.options for name, spec in registry.LOOP_SPECS.items()}
+    assert typed["react"] is registry.ReActOptions and typed["lats"] is registry.LATSOptions
     assert sorted(typed) == sorted(registry.LOOPS) == sorted(typing.get_args(registry.LoopName))
     for name, options in typed.items():
         parameters = inspect.signature(registry.LOOPS[name]).parameters.values()
         own = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
         takes_tools = registry.LOOP_SPECS[name].takes_tools
-        shared = registry.ToolLoopOptions if takes_tools else registry.LoopOptions
+        shared = nodes.ToolLoopOptions if takes_tools else nodes.LoopOptions
         assert set(typing.get_type_hints(options)) == own | set(typing.get_type_hints(shared)), name

@@ -48,6 +48,10 @@ def judged(mode: str, satisfactory: bool = True, feedback: str = "") -> Any:
     return calls(tool_call("Verdict", data)) if mode == "native" else json.dumps(data)
 
 
+FIRST_REQUESTS = {"lats": 3}
+"""The requests a loop's first step sends at once, where more than one: LATS samples its
+3 candidates (its default ``n_candidates``) together, each sent once."""
+
 LATS_SMALL = {"n_candidates": 1, "max_rollouts": 2}
 """LATS with one candidate per rollout (its calls come in script order) and two rollouts."""
 
