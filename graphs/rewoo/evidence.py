@@ -19,6 +19,7 @@ from loopgraphs.graphs.rewoo.plans import input_text
 from loopgraphs.graphs.rewoo.state import PlannedStep
 from loopgraphs.nodes import content_text, scratch_of
 from loopgraphs.nodes.parsing.text import strip_fence
+from loopgraphs.text import media_of
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,16 @@ class Gathered:
             tool_input=input_text(call["args"] if call else step["tool_input"]),
             result=content_text(found.content) if found is not None else self.value(index),
         )
+
+    def media(self) -> list[dict[str, object]]:
+        """The images, files and audio the steps' tools returned, in the plan's order, as
+        the tools returned them: the solver's request sends them after its text."""
+        return [
+            block
+            for index in range(len(self.plan))
+            if (found := self.results.get(index)) is not None
+            for block in media_of(found.content)
+        ]
 
     def evidence(self) -> list[str]:
         """Every step's evidence, in the plan's order (see ``value``)."""

@@ -217,7 +217,7 @@ def solve(state: ReWOOState, step: ReWOOStep) -> LogicOf[ReWOOState]:
     text = prompts.REWOO_SOLVE.format(
         request=request_of(state), work=shown or prompts.REWOO_NO_PLAN
     )
-    asked = [*earlier_turns(state, step.run), prompt_message(state, text)]
+    asked = [*earlier_turns(state, step.run), prompt_message(state, text, found.media())]
     system = prompts.REWOO_SOLVER_SYSTEM.format(fence_note=prompts.FENCE_NOTE)
     # A small model's answer ends with its first line: it would run on to its token cap.
     small = needs_guided_steps(step.run.chat_model)

@@ -82,10 +82,15 @@ def system_text(request: Request) -> str:
     return "\n".join(text for role, text in request.messages if role == "system")
 
 
+def plans_for_rewoo(request: Request) -> bool:
+    """Whether a request is ReWOO's planner's (its instructions name the evidence ``#E1``)."""
+    return "#E1" in system_text(request)
+
+
 def asks_for_a_tool(request: Request) -> bool:
-    """Whether a request lets the model call the calculator: a critique, or a step whose
-    tools (native), schema (json) or instructions (text) offer it."""
-    if request.last_user_text.startswith("Draft answer to check"):
+    """Whether a request lets the model call the calculator: a critique, ReWOO's plan, or
+    a step whose tools (native), schema (json) or instructions (text) offer it."""
+    if request.last_user_text.startswith("Draft answer to check") or plans_for_rewoo(request):
         return True
     if "calculator" in tool_names(request):
         return forced_tool(request) is None
@@ -107,6 +112,14 @@ def calculator_turn(loop: str, mode: str, request: Request) -> Turn:
         name, parameters = forced
         args = {key: value for key, value in report.items() if key in parameters["properties"]}
         return Turn(tool_calls=[Call(name, args)])
+    if plans_for_rewoo(request):
+        plan = {"plan": "Multiply.", "evidence": "#E1", "tool": "calculator", "tool_input": SUM}
+        if mode == "text":
+            return Turn(text="Plan: Multiply.\n#E1 = calculator[6*7]")
+        forced = forced_tool(request)
+        if forced is None:
+            return Turn(text=json.dumps({"steps": [plan]}))
+        return Turn(tool_calls=[Call(forced[0], {"steps": [plan]})])
     if loop == "self_ask":
         line = "Are follow up questions needed here? Yes.\nFollow up: What is 6*7?"
         if mode == "native":
@@ -123,14 +136,25 @@ def calculator_turn(loop: str, mode: str, request: Request) -> Turn:
     )
 
 
+def no_plan(request: Request) -> Turn:
+    """ReWOO's planner's reply with no steps, in the request's form."""
+    forced = forced_tool(request)
+    if forced is None:
+        return Turn(text=json.dumps({"steps": []}))
+    return Turn(tool_calls=[Call(forced[0], {"steps": []})])
+
+
 def calls_the_calculator_once(loop: str, mode: str | None) -> Callable[[Request], Turn]:
-    """A model that calls the calculator the first time it may, then finishes."""
+    """A model that calls the calculator the first time it may, then finishes (a later
+    plan of ReWOO's has no steps)."""
     called = threading.Event()
 
     def respond(request: Request) -> Turn:
         if mode is not None and not called.is_set() and asks_for_a_tool(request):
             called.set()
             return calculator_turn(loop, mode, request)
+        if mode is not None and plans_for_rewoo(request):
+            return no_plan(request)
         return finisher(request)
 
     return respond
