@@ -71,8 +71,7 @@ def fenced_result(message: ToolMessage, fence: str, limit: int) -> ToolMessage:
     late in a long thread does not copy every earlier result anew."""
     key = (message.id, fence, limit) if message.id else None
     if key is not None:
-        with _FENCED_LOCK:
-            kept = _FENCED.get(key)
+        kept = _FENCED.get(key)  # one dict read is atomic; writes hold the lock
         if kept is not None and _same_result(kept[0], message):
             return kept[1]
     content = message.content
