@@ -212,19 +212,26 @@ def _repeats(said: tuple[str, ...], messages: Sequence[AnyMessage], start: int) 
     return asked is not None and said == words(content_text(asked.content))
 
 
-def unusable(answer: str, messages: Sequence[AnyMessage], start: int = 0) -> str:
+def unusable(
+    answer: str, messages: Sequence[AnyMessage], start: int = 0, *, fence: str = ""
+) -> str:
     """Why the answer is not the model's own ("" when it is).
 
     Args:
         answer: The run's answer.
         messages: The run's messages (the conversation with the run's own messages).
         start: Index of the run's first own message.
+        fence: The run's fence marker: an answer of nothing but the marker (a small
+            model copies it from a fenced result) says nothing.
 
     Returns:
         A phrase that completes "the model's reply ..." or "" for a usable answer.
     """
     scanned = answer[:SCAN_CHARS]
     said = _said(scanned)
+    if fence:
+        marker = _said(fence)
+        said = tuple(word for word in said if word not in marker)
     if not said:
         return "said nothing"
     if _echoes(answer, words(scanned)):
@@ -263,7 +270,8 @@ def settle_answer(state: Mapping[str, object], update: SettledT) -> SettledT:
     if not answer and answered_otherwise:
         return update
     messages = [*messages_of(state), *(given.get("messages") or [])]
-    reason = unusable(answer, messages, scratch.get("transcript_start") or 0)
+    start = scratch.get("transcript_start") or 0
+    reason = unusable(answer, messages, start, fence=scratch.get("fence") or "")
     if not reason:
         return update
     error = f"{NO_ANSWER}: the model's reply {reason}"

@@ -133,10 +133,13 @@ def final_reply(
     if cut_short(reading.message):
         return unread_reply(state, step, reading.message, iterations)
     answer = repaired_answer(step, state, reading.answer)
-    start = scratch_of(state).get("transcript_start", 0)
+    scratch = scratch_of(state)
+    start = scratch.get("transcript_start", 0)
     # A step's result inside another loop may be a tool result; that loop checks its own
     # answer.
-    checked = not step.run.step_run and unusable(answer, state["messages"], start)
+    checked = not step.run.step_run and unusable(
+        answer, state["messages"], start, fence=scratch.get("fence", "")
+    )
     if not answer or checked:
         return unread_reply(state, step, reading.message, iterations, prompts.NO_ANSWER)
     return {
@@ -171,9 +174,12 @@ def unread_reply(
 ) -> ReActState:
     """A reply cut at the token cap, or a final answer that says nothing, is not an
     answer: ask once more (``again``, in the next request) while turns are left; else
-    end, not completed, without an answer (see ``answer_check``)."""
+    end, not completed, without an answer (see ``answer_check``). Either way the thread
+    keeps the reply as the chat was shown it (``without_answer``: never raw JSON), the
+    model's own text under ``RAW_REPLY`` for the next request."""
     if not scratch_of(state).get("shortened") and iterations < step.run.max_iterations:
-        return {"messages": [reply], "scratch": {"shortened": True, "reask": again}}
+        kept = without_answer(reply)
+        return {"messages": [kept], "scratch": {"shortened": True, "reask": again}}
     return {"messages": [without_answer(reply)], "answer": "", "status": "max_iterations"}
 
 

@@ -24,6 +24,7 @@ from loopgraphs.nodes.answer_check import (
     unusable,
 )
 from loopgraphs.nodes.parsing.text import content_text
+from loopgraphs.state import new_fence
 from tests.compat.middleware_support import call, calls
 from tests.support.scripts import MODES, act, final, model_for
 
@@ -95,6 +96,39 @@ def test_a_model_copying_an_earlier_tool_result_gives_no_answer(loop, mode):
     graph, _ = _build(loop, mode, [NOTHING_FOUND])
     out = graph.invoke({"messages": history})
     _no_answer(out)
+
+
+@pytest.mark.parametrize(("loop", "mode"), LOOP_MODES)
+def test_a_model_answering_with_the_fence_marker_gives_no_answer(loop, mode):
+    """The conversation holds a tool result, which the model is sent fenced; every reply
+    is the fence's marker alone (as a small model copies it), and no message the thread
+    keeps is raw JSON."""
+    looked_up = call("search", {"query": "1980"})
+    history = [
+        HumanMessage("Look 1980 up."),
+        AIMessage("", tool_calls=[looked_up]),
+        ToolMessage(NOTHING_FOUND, tool_call_id=looked_up["id"]),
+        AIMessage("Nothing was found."),
+        HumanMessage(QUESTION),
+    ]
+    graph, _ = _build(loop, mode, [new_fence(history)])
+    out = graph.invoke({"messages": history})
+    _no_answer(out)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_react_answering_the_fence_marker_in_its_grammar_keeps_no_json(mode):
+    """ReAct's final action names the fence's marker, is asked again, and then the model
+    keeps calling the tool until the budget ends: no answer, and the thread keeps what
+    the chat was shown of each reply, never its JSON."""
+    marker = new_fence([HumanMessage(QUESTION)])
+    looked_up = act(mode, "search", {"query": "1980"})
+    model = model_for(mode, [final(mode, marker), looked_up, final(mode, marker)])
+    graph = build_loop("react", model, [search], tool_mode=mode, max_iterations=3)
+    out = graph.invoke({"messages": [HumanMessage(QUESTION)]})
+    _no_answer(out)
+    kept = [content_text(m.content) for m in out["messages"] if isinstance(m, AIMessage)]
+    assert kept and not [text for text in kept if text.lstrip().startswith("{")], kept
 
 
 SEARCH_ARGS = {"query": "Harrowby mill"}
