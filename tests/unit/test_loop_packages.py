@@ -182,3 +182,14 @@ def test_no_prose_counts_the_loops_wrongly():
         if match.group(1).lower() != right
     ]
     assert not behind, "\n".join(behind)
+
+
+@pytest.mark.parametrize("name", LOOP_NAMES)
+def test_every_built_in_factory_is_importable_from_the_package_root(name):
+    spec = registry.LOOP_SPECS[name]
+    factory = getattr(loopgraphs, spec.public_factory.__name__, None)
+    assert factory is spec.public_factory, (
+        f"loopgraphs/__init__.py does not export {spec.public_factory.__name__} "
+        f"(the {name!r} loop's factory): import it there and add it to __all__"
+    )
+    assert spec.public_factory.__name__ in loopgraphs.__all__
