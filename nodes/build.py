@@ -291,7 +291,7 @@ def _with_result_keys(loop: LoopBuilder, renames: object, name: str) -> LoopBuil
     )
     outer.add_node(name, loop.compile(name=name))
 
-    def result_keys(state: Mapping[str, Any]) -> dict[str, object]:
+    def result_keys(state: Any) -> dict[str, object]:  # the graph's state, a TypedDict made here
         return {new: state[key] for key, new in checked.items() if key in state}
 
     outer.add_node("result_keys", result_keys)

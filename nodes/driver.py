@@ -162,7 +162,7 @@ LogicFactory = Callable[[Any, Step], Logic]
 # The same logic as a node drives it, before the run's settings are resolved.
 NodeLogic = Callable[[CommonState, RunnableConfig, LoopRuntime], Logic]
 # A run's start (see ``loopgraphs.nodes.run_start.starter``): the update that starts a run.
-Begin = Callable[[Any, LoopRuntime], Mapping[str, object]]
+Begin = Callable[[Any, LoopRuntime, RunnableConfig], Mapping[str, object]]
 # What a node returns to LangGraph: its update, or its update and commands.
 Written = Mapping[str, object] | list[Mapping[str, object] | Command[object]]
 
@@ -323,15 +323,17 @@ def as_node(
     inner = guard(logic, settings.retry_policy) if guarded else logic
     run = with_settings(inner, settings, name, plan)
 
-    def opened(state: CommonState, runtime: LoopRuntime) -> Mapping[str, object] | None:
+    def opened(
+        state: CommonState, runtime: LoopRuntime, config: RunnableConfig
+    ) -> Mapping[str, object] | None:
         begin = begins.get(name) if begins else None
         if begin is None or not starts_run(state):
             return None
-        return begin(state, runtime)
+        return begin(state, runtime, config)
 
     def sync_node(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Written:
         commands: list[Command[object]] = []
-        start = opened(state, runtime)
+        start = opened(state, runtime, config)
         if start is None:
             update = run_sync(run(state, config, runtime), config, commands)
             return written(state, state, update, commands, runtime)
@@ -347,7 +349,7 @@ def as_node(
         await load_context(runtime)
         commands: list[Command[object]] = []
         with config_set(config):
-            start = opened(state, runtime)
+            start = opened(state, runtime, config)
             if start is None:
                 update = await run_async(run(state, config, runtime), config, commands)
                 return written(state, state, update, commands, runtime)

@@ -209,7 +209,7 @@ class InnerLoop:
         carried = {key: state[key] for key in self.extra if key in state}
         given = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
         start = scratch_of(state).get("transcript_start") or 0
-        earlier = (*earlier_calls(get_config()), *tool_work((state.get("messages") or [])[start:]))
+        earlier = (*earlier_calls(step.config), *tool_work((state.get("messages") or [])[start:]))
         inner = InnerCall(
             self.graph,
             {"messages": given, **carried},

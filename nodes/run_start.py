@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph.config import get_config
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START
 from langgraph.types import Command
 
@@ -34,7 +34,7 @@ from loopgraphs.state import CommonState, LoopBuilder, LoopRuntime, run_defaults
 Opening = Callable[[Any, Step[Any]], Mapping[str, object]]
 
 
-Starter = Callable[[Any, LoopRuntime], dict[str, object]]
+Starter = Callable[[Any, LoopRuntime, RunnableConfig], dict[str, object]]
 """A run's start: the update that starts a run on ``state`` (see ``starter``)."""
 
 
@@ -47,7 +47,7 @@ def starter(
     plan: GraphPlan | None = None,
     node: str = "prepare",
 ) -> Starter:
-    """The start of a run of the loop ``builder`` builds: ``start(state, runtime)`` is the
+    """The start of a run of the loop ``builder`` builds: ``start(state, runtime, config)`` is the
     update that starts a run (see ``add_start``); the opening's ``step`` is ``node``'s.
 
     Raises:
@@ -64,12 +64,14 @@ def starter(
         "tools" in can_jump_to(m, "before_model") for m in settings.middleware.items
     )
 
-    def start(state: Mapping[str, Any], runtime: LoopRuntime) -> dict[str, object]:
+    def start(
+        state: Mapping[str, Any], runtime: LoopRuntime, config: RunnableConfig
+    ) -> dict[str, object]:
         if not completes_calls:
             check_history(state.get("messages") or [])  # before any model call
         run = settings.for_run(runtime)
         base = {**fresh(state, **own_scratch), **failures}
-        step: Step[Any] = Step(run, runtime, get_config(), node, plan)
+        step: Step[Any] = Step(run, runtime, config, node, plan)
         update = {**base, "tool_mode": resolve_mode(run), **opening(state, step)}
         if base["status"] == "error":
             update.update(status="error", error=base["error"])
@@ -108,12 +110,15 @@ def add_start(
     """
     start = starter(builder, settings, opening, scratch=scratch, plan=plan)
 
-    def prepare(state: CommonState, runtime: LoopRuntime) -> Command[Any]:
-        update = start(state, runtime)
+    def prepare(state: CommonState, config: RunnableConfig, runtime: LoopRuntime) -> Command[Any]:
+        # The node's config as LangGraph passes it: a sync node under ``ainvoke`` on
+        # Python 3.10 runs where ``get_config()`` cannot find it.
+        update = start(state, runtime, config)
         return Command(update=update, goto=next_step(state, [update], runtime))
 
     next_step, destinations = chosen_step(builder, then, targets)
-    builder.add_node(
-        "prepare", prepare, input_schema=builder.state_schema, destinations=destinations
-    )
+    # LangGraph passes a node both its config and its runtime by parameter name; the
+    # overloads of ``add_node`` type a node taking one or the other.
+    node: Any = prepare
+    builder.add_node("prepare", node, input_schema=builder.state_schema, destinations=destinations)
     builder.add_edge(START, "prepare")
