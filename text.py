@@ -1,6 +1,6 @@
 """Plain text that every layer reads: the text of a message, the question a conversation
 asks, the fence around tool output, and the words left out when texts are matched by
-their words.
+their words; and which kind of message a message is, read cheaply (``is_kind``).
 
 It sits below the state, the parsers and the tools, which all use it, and imports
 nothing of the package.
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TypeGuard, TypeVar
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
 # Left out of word matching: by the search tool's ranking, and by the parsers that match
 # a question with a tool's worked examples, so that both read a question alike.
@@ -59,6 +60,29 @@ STOP_WORDS = frozenset(
         "whose",
     }
 )
+
+
+MessageT = TypeVar("MessageT", AIMessage, HumanMessage, ToolMessage, SystemMessage)
+_PLAIN_KINDS = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
+
+
+def is_kind(message: object, kind: type[MessageT]) -> TypeGuard[MessageT]:
+    """``isinstance(message, kind)`` for one of the four plain message classes, read from
+    the message's class where it is a plain one: the classes' metaclass makes an
+    ``isinstance`` that fails cost several times one that holds, and a scan of a long
+    thread fails it for most messages."""
+    exact = type(message)
+    return exact is kind or (exact not in _PLAIN_KINDS and isinstance(message, kind))
+
+
+def of_kind(messages: Sequence[object], kind: type[MessageT]) -> list[MessageT]:
+    """The messages of one of the four plain message classes (see ``is_kind``), in order:
+    one pass over a thread, for the scans a run makes of it."""
+    return [
+        m
+        for m in messages
+        if type(m) is kind or (type(m) not in _PLAIN_KINDS and isinstance(m, kind))
+    ]
 
 
 def content_text(content: object) -> str:

@@ -20,7 +20,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from loopgraphs import prompts
 from loopgraphs.nodes.parsing.text import content_text, strip_fence
 from loopgraphs.state import Bookkeeping, CommonState, messages_of, scratch_of
-from loopgraphs.text import FENCE_MARKER
+from loopgraphs.text import FENCE_MARKER, of_kind
 
 ECHO_WORDS = 6
 """Words in a row that a reply shares with one of the library's prompts to be an echo."""
@@ -175,12 +175,12 @@ def copied_result(answer: str, messages: Sequence[AnyMessage]) -> bool:
 
 def _copied(said: tuple[str, ...], messages: Sequence[AnyMessage]) -> bool:
     """``copied_result`` with the answer's words (``_said``) read already."""
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            if len(said) <= ATOMIC_WORDS and not failed(message):
-                continue  # as short as a value: only a failed result copied counts
-            if said == words(strip_fence(content_text(message.content))):
-                return True
+    short = len(said) <= ATOMIC_WORDS  # as short as a value: only a failed result counts
+    for message in of_kind(messages, ToolMessage):
+        if short and not failed(message):
+            continue
+        if said == words(strip_fence(content_text(message.content))):
+            return True
     return False
 
 

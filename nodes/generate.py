@@ -19,6 +19,7 @@ from loopgraphs.nodes.parsing.text import content_text, cut_short
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_guard import fence_output
 from loopgraphs.state import LoopRuntime, ModelSpend, OutputState, add_usage, scratch_of
+from loopgraphs.text import is_kind
 
 __all__ = [
     "answer_message",
@@ -54,9 +55,7 @@ def results_view(fence: str, limit: int) -> MessageView:
     the tools returned them, as a chat shows them."""
 
     def view(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-        return [
-            fenced_result(m, fence, limit) if isinstance(m, ToolMessage) else m for m in messages
-        ]
+        return [fenced_result(m, fence, limit) if is_kind(m, ToolMessage) else m for m in messages]
 
     return view
 

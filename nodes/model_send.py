@@ -46,6 +46,7 @@ from loopgraphs.nodes.strict_schema import (
     sends_strict,
     strict_schema,
 )
+from loopgraphs.text import is_kind
 from loopgraphs.toolkits.registry import ToolRegistry
 
 ToolsForm = Literal["bind", "schema", "prompt"]
@@ -168,7 +169,7 @@ def as_written(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     tokens)."""
     return [
         m.model_copy(update={"content": m.additional_kwargs[RAW_REPLY]})
-        if isinstance(m, AIMessage) and RAW_REPLY in m.additional_kwargs
+        if is_kind(m, AIMessage) and RAW_REPLY in m.additional_kwargs
         else m
         for m in messages
     ]

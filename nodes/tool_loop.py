@@ -23,6 +23,7 @@ from loopgraphs.nodes.review import ask_reviewer, flagged_calls, reviewed_call
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_step import dispatch, pending_calls
 from loopgraphs.state import CommonState, LoopRuntime, ReviewDecision, messages_of
+from loopgraphs.text import of_kind
 
 
 def check_history(messages: Sequence[AnyMessage]) -> None:
@@ -31,11 +32,10 @@ def check_history(messages: Sequence[AnyMessage]) -> None:
     Providers reject such a history; the caller must add a ``ToolMessage`` per call (or
     drop the calls) before starting a run.
     """
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    answered = {m.tool_call_id for m in of_kind(messages, ToolMessage)}
     open_calls = [
         f"{call['name']} (id {call['id']})"
-        for message in messages
-        if isinstance(message, AIMessage)
+        for message in of_kind(messages, AIMessage)
         for call in message.tool_calls
         if call["id"] not in answered
     ]
