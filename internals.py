@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
-from langgraph._internal._constants import CONFIG_KEY_STREAM
+from langgraph._internal._constants import CONFIG_KEY_STREAM, OVERWRITE
 from langgraph._internal._runnable import RunnableCallable
 from langgraph._internal._typing import StateLike
 from langgraph.channels import BaseChannel
@@ -26,6 +26,7 @@ from langgraph.channels.last_value import LastValue
 from langgraph.graph import StateGraph
 from langgraph.managed.base import is_managed_value
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 from langgraph.typing import ContextT
 
 # What a graph's run context may be (a TypedDict, a dataclass, a pydantic model or None),
@@ -136,12 +137,28 @@ def reduced(
 
     Assumes: a fresh copy of the key's channel (``copy``, or ``from_checkpoint`` with the
     key's current value) applies ``update(writes)`` as the running graph does, and
-    ``get`` then reads the value (``is_available`` false: no value).
+    ``get`` then reads the value (``is_available`` false: no value). A reducer's channel
+    (``BinaryOperatorAggregate``) holding a value applies plain writes (no ``Overwrite``,
+    in any of its forms) as ``operator(value, write)``, one write after the other, which
+    is done here without the copy.
     """
     spec = channels[key]
+    plain = not any(_overwrites(write) for write in writes)
+    if plain and isinstance(spec, BinaryOperatorAggregate) and key in state:
+        value = state[key]
+        for write in writes:
+            value = spec.operator(value, write)
+        return value
     channel = spec.from_checkpoint(state[key]) if key in state else spec.copy()
     channel.update(writes)
     return channel.get() if channel.is_available() else None
+
+
+def _overwrites(write: object) -> bool:
+    """Whether a write replaces a reducer's value (an ``Overwrite``, or its dict forms)."""
+    if isinstance(write, Overwrite):
+        return True
+    return isinstance(write, dict) and (OVERWRITE in write or write.get("type") == OVERWRITE)
 
 
 def declared_jumps(method: object) -> list[str]:

@@ -72,6 +72,9 @@ def fenced_result(message: ToolMessage, fence: str, limit: int) -> ToolMessage:
     if key is not None:
         kept = _FENCED.get(key)  # one dict read is atomic; writes hold the lock
         if kept is not None and _same_result(kept[0], message):
+            if kept[0] is not message:  # read back from a checkpoint: the next request
+                with _FENCED_LOCK:  # of the run sends this copy, found by identity
+                    _FENCED[key] = (message, kept[1])
             return kept[1]
     content = message.content
     if isinstance(content, str):

@@ -30,7 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.managed import IsLastStep, RemainingSteps
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, Overwrite
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
@@ -178,6 +178,25 @@ def test_reducing_a_steps_writes_gives_what_langgraph_applies(start):
         values = [w[key] for w in writes if key in w]
         assert internals.reduced(channels, key, before, values) == out[key]
     assert out["status"] == "a"  # a key without a reducer takes its write
+
+
+@pytest.mark.parametrize(
+    "replace", [Overwrite(7), {"__overwrite__": 7}, {"type": "__overwrite__", "value": 7}]
+)
+def test_reducing_an_overwrite_gives_what_langgraph_applies(replace):
+    seen: list[dict[str, Any]] = []
+    builder = StateGraph(Reduced)
+    builder.add_node("look", lambda state: seen.append(dict(state)) or {})
+    builder.add_node(
+        "write",
+        lambda state: [Command(update={"total": 2}), Command(update={"total": replace})],
+    )
+    builder.add_edge(START, "look")
+    builder.add_edge("look", "write")
+    out = builder.compile().invoke({"total": 1, "messages": []})
+
+    channels = internals.state_channels(builder)
+    assert internals.reduced(channels, "total", seen[0], [2, replace]) == out["total"] == 7
 
 
 def test_reducing_into_an_emptied_channel_reads_none():
