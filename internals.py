@@ -143,8 +143,11 @@ def reduced(
     is done here without the copy.
     """
     spec = channels[key]
-    plain = not any(_overwrites(write) for write in writes)
-    if plain and isinstance(spec, BinaryOperatorAggregate) and key in state:
+    if (
+        isinstance(spec, BinaryOperatorAggregate)
+        and key in state
+        and not any(_overwrites(write) for write in writes)
+    ):
         value = state[key]
         for write in writes:
             value = spec.operator(value, write)

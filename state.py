@@ -12,13 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Generic, Literal, TypeAlias, cast
 
 from langchain_core.messages import (
-    AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
     MessageLikeRepresentation,
-    SystemMessage,
-    ToolMessage,
 )
 from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
@@ -30,7 +27,7 @@ from typing_extensions import NotRequired, TypedDict
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from loopgraphs.internals import Channels, reduced, takes_last_write
-from loopgraphs.text import question_text
+from loopgraphs.text import PLAIN_KINDS, question_text
 
 Status = Literal["running", "completed", "max_iterations", "error"]
 """How a run stands: ``running`` (also while it waits for approval), or how it ended."""
@@ -435,9 +432,6 @@ def state_after(
     return after
 
 
-_PLAIN_MESSAGES = (AIMessage, HumanMessage, ToolMessage, SystemMessage)
-
-
 def _appended(
     current: Sequence[BaseMessage] | None, writes: Sequence[object]
 ) -> list[BaseMessage] | None:
@@ -447,7 +441,7 @@ def _appended(
     applies the write). None for any other write (a removal, a replacement, a tuple or
     dict to convert, a chunk): the reducer reads those."""
     new = [m for value in writes for m in (value if isinstance(value, list) else [value])]
-    if not all(type(m) in _PLAIN_MESSAGES for m in new):
+    if not all(type(m) in PLAIN_KINDS for m in new):
         return None
     plain = cast("list[BaseMessage]", new)
     have = {m.id for m in current or ()}

@@ -63,7 +63,8 @@ STOP_WORDS = frozenset(
 
 
 MessageT = TypeVar("MessageT", AIMessage, HumanMessage, ToolMessage, SystemMessage)
-_PLAIN_KINDS = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
+PLAIN_KINDS = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
+"""The four plain message classes (a chunk or another subclass is none of them)."""
 
 
 def is_kind(message: object, kind: type[MessageT]) -> TypeGuard[MessageT]:
@@ -72,7 +73,7 @@ def is_kind(message: object, kind: type[MessageT]) -> TypeGuard[MessageT]:
     ``isinstance`` that fails cost several times one that holds, and a scan of a long
     thread fails it for most messages."""
     exact = type(message)
-    return exact is kind or (exact not in _PLAIN_KINDS and isinstance(message, kind))
+    return exact is kind or (exact not in PLAIN_KINDS and isinstance(message, kind))
 
 
 def of_kind(messages: Sequence[object], kind: type[MessageT]) -> list[MessageT]:
@@ -81,7 +82,7 @@ def of_kind(messages: Sequence[object], kind: type[MessageT]) -> list[MessageT]:
     return [
         m
         for m in messages
-        if type(m) is kind or (type(m) not in _PLAIN_KINDS and isinstance(m, kind))
+        if type(m) is kind or (type(m) not in PLAIN_KINDS and isinstance(m, kind))
     ]
 
 
