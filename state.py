@@ -374,6 +374,13 @@ def conversation_of(state: Mapping[str, object]) -> list[AnyMessage]:
     return list(messages[: scratch_of(state).get("transcript_start", len(messages))])
 
 
+def transcript_of(state: Mapping[str, object]) -> Sequence[AnyMessage]:
+    """The run's own messages: those after the caller's conversation (see
+    ``conversation_of``); an earlier turn of the thread is none of them."""
+    messages = messages_of(state)
+    return messages[scratch_of(state).get("transcript_start", 0) :]
+
+
 def request_of(state: Mapping[str, object]) -> str:
     """The user's request as the conversation holds it now: the latest user message
     before the run's own transcript. Read at each use rather than saved once, so that a

@@ -17,8 +17,8 @@ from loopgraphs import prompts
 from loopgraphs.eval.report import RunResult
 from loopgraphs.eval.scoring import TaskScorer
 from loopgraphs.eval.suites import Task
-from loopgraphs.nodes.parsing.react import parse_json_text, parse_react_text
-from loopgraphs.nodes.parsing.text import content_text, final_answer_of
+from loopgraphs.nodes.parsing.react import final_answer_of, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.text import content_text
 
 
 class ModelClock(BaseCallbackHandler):

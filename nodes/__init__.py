@@ -88,12 +88,8 @@ from loopgraphs.nodes.model_send import RAW_REPLY, RequestForm, as_written
 from loopgraphs.nodes.model_turn import coerce_args
 from loopgraphs.nodes.options import REQUIRED, Option
 from loopgraphs.nodes.parsing.answers import answer_key
-from loopgraphs.nodes.parsing.text import (
-    best_effort_answer,
-    content_text,
-    cut_short,
-    final_answer_of,
-)
+from loopgraphs.nodes.parsing.react import final_action_answer, final_answer_of
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, cut_short
 from loopgraphs.nodes.reading import Parsed, parse
 from loopgraphs.nodes.settings import LoopOptions, LoopSettings, ToolLoopOptions, ToolsArg
 from loopgraphs.nodes.step import Step
@@ -122,6 +118,7 @@ from loopgraphs.state import (
     conversation_of,
     request_of,
     scratch_of,
+    transcript_of,
 )
 from loopgraphs.text import with_media
 
@@ -185,6 +182,7 @@ __all__ = [
     "evaluate",
     "failed_requests",
     "fence_output",
+    "final_action_answer",
     "final_answer_of",
     "generate",
     "grounded_string",
@@ -212,6 +210,7 @@ __all__ = [
     "tool_calls",
     "tool_for",
     "tool_work",
+    "transcript_of",
     "unfence",
     "unusable",
     "with_bounds",

@@ -23,7 +23,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import get_executor_for_config, var_child_runnable_config
 from langgraph.types import Command, RetryPolicy, Send
 
-from loopgraphs.internals import Channels, has_reducer, state_channels, untraced_callable
+from loopgraphs.internals import (
+    Channels,
+    has_reducer,
+    state_channels,
+    takes_last_write,
+    untraced_callable,
+)
 from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.errors import (
     describe_error,
@@ -45,6 +51,7 @@ from loopgraphs.state import (
     add_totals,
     starts_run,
     state_after,
+    transcript_of,
 )
 
 InputT = TypeVar("InputT")
@@ -213,6 +220,32 @@ async def run_async(
     return driven.update
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def changed_only(
+    channels: Channels, state: Mapping[str, object], update: dict[str, object]
+) -> dict[str, object]:
+    """The update without the writes that leave a key as it is: a key without a reducer
+    written the value it holds (the same object, or an equal string, number, bool or
+    None). LangGraph stores every write and checkpoints every key written, changed or
+    not."""
+    kept = {
+        key: value
+        for key, value in update.items()
+        if key not in state
+        or not takes_last_write(channels, key)
+        or not _same_value(state[key], value)
+    }
+    return kept if len(kept) != len(update) else update
+
+
+def _same_value(current: object, value: object) -> bool:
+    return current is value or (
+        type(value) in _SCALARS and type(current) is type(value) and current == value
+    )
+
+
 def _commands_of(result: object) -> Sequence[Command[object]]:
     """The commands a request's result carries (a model call's, or a batch's)."""
     if not isinstance(result, list):
@@ -318,7 +351,8 @@ def as_node(
     graph is compiled) holds a start for ``name``, the node starts a new run itself (see
     ``loopgraphs.nodes.run_start.starter``) before its logic, which then reads the state
     as the start leaves it (``channels``: the graph's, to apply it); the graph keeps
-    running totals (``totals``), so one update holds both.
+    running totals (``totals``), so one update holds both. The node's update leaves out
+    the keys it would write the value they hold (``changed_only``).
     """
     inner = guard(logic, settings.retry_policy) if guarded else logic
     run = with_settings(inner, settings, name, plan)
@@ -374,6 +408,8 @@ def as_node(
         if isinstance(update, dict) and not settings.step_run:
             # node logic returns an update of its loop's state, which holds CommonState's keys
             update = settle_answer(started, cast(CommonState, update))
+        if isinstance(update, dict):
+            update = changed_only(channels or {}, state, update)
         if next_step is not None:
             goto = next_step(state, [update, *commands], runtime)
             commands = [*commands, Command(goto=goto)]
@@ -478,7 +514,7 @@ def guard(logic: LogicFactory, policy: RetryPolicy | None) -> LogicFactory:
             spent = {"llm_calls": sent * (earlier + 1) if sent else earlier, "retries": earlier}
             if isinstance(exc, ModelRefusalError):
                 return {**refused(exc), **spent}
-            answer = state.get("answer") or best_effort_answer(state.get("messages", []))
+            answer = state.get("answer") or best_effort_answer(transcript_of(state))
             return {"status": "error", "error": describe_error(exc), "answer": answer, **spent}
         if earlier and isinstance(update, dict):
             calls = update.get("llm_calls", 0)

@@ -41,7 +41,8 @@ from loopgraphs.nodes.answer_check import settle_answer
 from loopgraphs.nodes.driver import keeps_totals, node_callable, takes_runtime
 from loopgraphs.nodes.middleware import Middleware, Middlewares, defines
 from loopgraphs.nodes.own_reply import seeing_own_reply
-from loopgraphs.nodes.parsing.text import best_effort_answer, content_text, final_answer_of
+from loopgraphs.nodes.parsing.react import final_answer_of
+from loopgraphs.nodes.parsing.text import best_effort_answer, content_text
 from loopgraphs.state import (
     CommonState,
     CompiledLoop,
@@ -550,7 +551,7 @@ def _finish_node(resets: Mapping[str, object], *, stopped: bool = False) -> Runn
             text = final_answer_of(said).strip()  # the loop's parse step may not have run
             update = {
                 "status": "completed" if answered else "max_iterations",
-                "answer": text or best_effort_answer(messages),
+                "answer": text or best_effort_answer(_before_closing(messages, None)),
                 "error": "",
             }
         if update["answer"]:  # the hook ended the run: no answer is needed, but a
@@ -561,9 +562,8 @@ def _finish_node(resets: Mapping[str, object], *, stopped: bool = False) -> Runn
 
 
 def _before_closing(messages: list[AnyMessage], closing: AIMessage | None) -> list[AnyMessage]:
-    """The run's own messages (after the conversation's last human message) without the
-    hook's ``closing`` message and its copies (a step inside the loop may have ended on
-    it already)."""
+    """The run's own messages (after the last human message) without the hook's ``closing``
+    message and its copies (a step inside the loop may have ended on it already)."""
     start = next(
         (i + 1 for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
         0,

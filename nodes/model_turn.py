@@ -26,8 +26,13 @@ from loopgraphs.models import capabilities, writes_thoughts
 from loopgraphs.nodes.generate import node_caller, shown_as
 from loopgraphs.nodes.json_stream import REACT_ANSWER
 from loopgraphs.nodes.model_call import JSON_TURN, ModelCall, first_accepted
-from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
-from loopgraphs.nodes.parsing.text import content_text, final_answer_of
+from loopgraphs.nodes.parsing.react import (
+    ParsedReply,
+    final_answer_of,
+    parse_json_text,
+    parse_react_text,
+)
+from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.nodes.settings import LoopSettings
 from loopgraphs.nodes.tool_modes import (
     first_question,

@@ -19,7 +19,7 @@ from langgraph.graph import START
 from langgraph.types import Command
 
 from loopgraphs.internals import state_channels
-from loopgraphs.nodes.driver import keeps_totals
+from loopgraphs.nodes.driver import changed_only, keeps_totals
 from loopgraphs.nodes.hooks import can_jump_to
 from loopgraphs.nodes.plan import GraphPlan
 from loopgraphs.nodes.routing import Router, chosen_step
@@ -96,7 +96,8 @@ def add_start(
 
     It raises on a history no model could read (``check_history``; not when a
     ``before_model`` hook may jump to the tools, which runs the calls the input leaves
-    open), before any model call. Otherwise it writes the run's starting values: the
+    open), before any model call. Otherwise it writes the run's starting values (those
+    that change: see ``loopgraphs.nodes.driver.changed_only``): the
     counters reset (to zero where the graph keeps running totals, else through their
     reducers), a new ``scratch`` holding the loop's own starting ``scratch`` values, the
     tool mode the run starts in, and then the loop's ``opening(state, step)``, which may
@@ -114,9 +115,11 @@ def add_start(
         # The node's config as LangGraph passes it: a sync node under ``ainvoke`` on
         # Python 3.10 runs where ``get_config()`` cannot find it.
         update = start(state, runtime, config)
-        return Command(update=update, goto=next_step(state, [update], runtime))
+        goto = next_step(state, [update], runtime)
+        return Command(update=changed_only(channels, state, update), goto=goto)
 
     next_step, destinations = chosen_step(builder, then, targets)
+    channels = state_channels(builder)
     # LangGraph passes a node both its config and its runtime by parameter name; the
     # overloads of ``add_node`` type a node taking one or the other.
     node: Any = prepare

@@ -53,6 +53,7 @@ from loopgraphs.nodes import (
     content_text,
     conversation,
     cut_short,
+    final_action_answer,
     generate,
     guides,
     parse,
@@ -104,7 +105,7 @@ def write_draft(state: CriticState, step: CriticStep) -> LogicOf[CriticState]:
     turn = yield from generate(step, state, history, instructions=prompts.CHAT_SYSTEM)
     if turn.cut:  # asked again and still cut: no draft to check
         return {**turn.spent, "messages": turn.messages, **finish("")}
-    text = turn.text
+    text = final_action_answer(turn.text) or turn.text
     done: CriticState = {}
     if not step.run.tools or state.get("tool_mode") == "none":
         done = {"status": "completed"}
@@ -343,7 +344,7 @@ def revise(state: CriticState, step: CriticStep) -> LogicOf[CriticState]:
         ending: CriticState = {} if more else finish(earlier)
         return {**update, "messages": shown, "answer": earlier, **ending}
     text = content_text(reply.content)
-    revised = revision_of(text) if guided else text.strip()
+    revised = revision_of(text) if guided else final_action_answer(text) or text.strip()
     start = scratch_of(state).get("transcript_start") or 0
     if unusable(revised, [*state["messages"], *shown], start):
         revised = earlier  # empty, or a copied tool result: the earlier draft stands

@@ -32,6 +32,7 @@ from loopgraphs.graphs.lats.tree import (
     trajectory_messages,
 )
 from loopgraphs.nodes import (
+    END,
     LogicOf,
     LoopState,
     Step,
@@ -100,7 +101,14 @@ def expand(state: LATSState, step: LATSStep) -> LogicOf[LATSState]:
     """
     index, stop = next_node(state, step)
     if index is None:
-        return {"stop_reason": stop, "pending": [], "best_node": best_node(state["tree"])}
+        stopped: LATSState = {
+            "stop_reason": stop,
+            "pending": [],
+            "best_node": best_node(state["tree"]),
+        }
+        if step.may_finish(state, through=answer_step({**state, **stopped})):
+            return stopped
+        return {**stopped, **out_of_steps({**state, **stopped}, step)}
     tree = state["tree"]
     history = expansion_prompt(state, step, index)
     require = must_call(step, state)
@@ -247,6 +255,17 @@ def best_answer(state: LATSState, step: LATSStep) -> LATSState:
     }
 
 
+def out_of_steps(state: LATSState, step: LATSStep) -> LATSState:
+    """The run's answer when the search stopped and no graph step is left for the answer
+    step (a ``recursion_limit`` this tight): the best node's answer, or the last
+    answer-like text of its trajectory. ``status="max_iterations"``."""
+    node = state["tree"][state.get("best_node", ROOT)]
+    branch = trajectory_messages(state["tree"], state.get("best_node", ROOT))
+    text = node["answer"] or best_effort_answer([m for m in branch if not cut_short(m)])
+    shown: list[AnyMessage] = [AIMessage(content=text, name=step.run.agent_name)] if text else []
+    return {"answer": text, "messages": shown, "status": "max_iterations"}
+
+
 def forced_answer(state: LATSState, step: LATSStep) -> LogicOf[LATSState]:
     """The run's answer when the best node is an unfinished step: one turn asking, with
     no tools, for the answer from its trajectory (a chat turn); failing an answer, the
@@ -286,7 +305,10 @@ def answer_step(state: LATSState) -> Literal["best_answer", "final_answer"]:
 
 def route_expand(state: LATSState, step: LATSStep) -> str | list[Send]:
     """After an expansion: its tool calls (through the review when they pause for one),
-    else the evaluation; the answer when the search stopped."""
+    else the evaluation; the answer when the search stopped (the end when no step was left
+    for it)."""
+    if state.get("status") == "max_iterations":  # no step was left for the answer
+        return END
     if state.get("stop_reason"):
         return answer_step(state)
     calls = tool_calls(state, step) if state.get("pending") else []

@@ -43,6 +43,7 @@ from loopgraphs.nodes import (
     request_of,
     scratch_of,
     tool_calls,
+    transcript_of,
     unusable,
     without_answer,
     without_tool_calls,
@@ -87,7 +88,8 @@ def take_turn(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
     """One ReAct turn: ask the model in the run's tool mode and read its reply.
 
     Writes nothing when the run must select its tools first or has no turns left
-    (``route_turn`` then moves on to ``select_tools`` or ``final_answer``).
+    (``route_turn`` then moves on to ``select_tools`` or ``final_answer``); ends the run
+    when no graph step is left for the final answer (``out_of_steps``).
 
     Returns:
         The turn's update: its reply, with tool calls to run, or a final answer
@@ -97,8 +99,10 @@ def take_turn(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
     scratch = scratch_of(state)
     if scratch.get("tool_ended"):
         return {"status": "completed"}
-    if needs_selection(state, step) or turns_spent(state, step):
+    if needs_selection(state, step):
         return {}
+    if turns_spent(state, step):
+        return {} if step.may_finish(state, through="final_answer") else out_of_steps(state)
     require = must_call(step, state)
     history = reasked(bounded_thread(state, run), scratch.get("reask"))
     turn = yield from act(step, state, history, require=require)
@@ -122,6 +126,17 @@ def take_turn(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
     if turn.tool_mode == "json" and run.tool_mode == "auto":
         return {**update, "tool_mode": "text"}
     return {**update, **plain_reply(state, step, reading, iterations)}
+
+
+def out_of_steps(state: ReActState) -> ReActState:
+    """The run's end when its turns are spent and no graph step is left for the final
+    answer (a ``recursion_limit`` this tight): the best answer its transcript holds."""
+    return {"answer": answer_so_far(state), "status": "max_iterations"}
+
+
+def answer_so_far(state: ReActState) -> str:
+    """The last answer-like text of the run's own transcript (a reply cut short is none)."""
+    return best_effort_answer([m for m in transcript_of(state) if not cut_short(m)])
 
 
 def final_reply(
@@ -201,7 +216,7 @@ def final_answer(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
         answer = final_answer_of(content_text(reply.content))
     answer = repaired_answer(step, state, answer)
     if not answer:
-        answer = best_effort_answer([m for m in state["messages"] if not cut_short(m)])
+        answer = answer_so_far(state)
     update: ReActState = {
         **turn.spent,
         "messages": [answer_message(reply, answer)],

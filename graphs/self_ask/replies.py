@@ -24,6 +24,7 @@ from loopgraphs.nodes import (
     cut_short,
     observed,
     scratch_of,
+    transcript_of,
     unfence,
     with_media,
 )
@@ -188,8 +189,7 @@ def best_answer(state: SelfAskState, follow_ups: Sequence[FollowUp], *, guided_r
     for item in reversed(follow_ups):
         if item.get("answer"):
             return str(item["answer"])
-    messages = state["messages"]
-    kept = [m for m in messages if not (isinstance(m, AIMessage) and cut_short(m))]
+    kept = [m for m in transcript_of(state) if not (isinstance(m, AIMessage) and cut_short(m))]
     found = best_effort_answer(kept)
     if not found:
         replies = (m for m in reversed(kept) if isinstance(m, AIMessage))

@@ -103,14 +103,21 @@ def extract_json(text: str, *, max_candidates: int = 5) -> dict[str, object] | N
     return next(_objects(text, max_candidates), None)
 
 
+def unfenced(text: str) -> str:
+    """Text without surrounding whitespace and the markdown code fence around it, if any
+    (its ``json`` label too)."""
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.strip("`").strip()
+        if text[:4].lower() == "json":
+            text = text[4:].strip()
+    return text
+
+
 def tool_input_value(raw: str) -> ToolInput:
     """A tool input as written by a model: a JSON object when it is one (in a code fence
     or not), else the plain text without surrounding quotes or backticks."""
-    raw = raw.strip()
-    if raw.startswith("```"):
-        raw = raw.strip("`").strip()
-        if raw[:4].lower() == "json":
-            raw = raw[4:].strip()
+    raw = unfenced(raw)
     if raw.startswith("{"):
         found = extract_json(raw)
         if found is not None:

@@ -8,7 +8,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from loopgraphs.nodes.parsing.json_text import ToolInput, extract_json, tool_input_value
+from loopgraphs.nodes.parsing.json_text import (
+    ToolInput,
+    extract_json,
+    json_spans,
+    tool_input_value,
+    unfenced,
+)
 from loopgraphs.nodes.parsing.text import FINAL_ANSWER_RE, after_marker, clip
 
 ACTION_RE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
@@ -124,3 +130,22 @@ def _answer_text(value: object) -> str:
 def parse_json_text(text: str) -> ParsedReply:
     """Extract a JSON action from free text and interpret it."""
     return parse_json_action(extract_json(text))
+
+
+def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> str:
+    """The answer a reply gives: the text after an answer marker, else the whole reply;
+    either read as a JSON final-answer action when it is nothing but one (see
+    ``final_action_answer``)."""
+    said = after_marker(text, pattern) or text.strip()
+    return final_action_answer(said) or said
+
+
+def final_action_answer(text: str) -> str:
+    """The answer of a text that is one JSON final-answer action and nothing else (in a
+    code fence or not), as a model that wrote JSON actions in its tool turns writes the
+    answer of a turn that asks for plain text; "" for any other text."""
+    body = unfenced(clip(text))
+    if not body.startswith("{") or json_spans(body) != [(0, len(body))]:
+        return ""
+    read = parse_json_action(extract_json(body, max_candidates=1))
+    return read.answer if read.kind == "final" else ""

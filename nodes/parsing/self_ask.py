@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from loopgraphs.nodes.parsing.json_text import ToolInput, json_objects, tool_input_value
-from loopgraphs.nodes.parsing.text import clip, final_answer_of, tidy
+from loopgraphs.nodes.parsing.react import final_action_answer, final_answer_of
+from loopgraphs.nodes.parsing.text import clip, tidy
 from loopgraphs.text import STOP_WORDS
 
 SO_FINAL_RE = re.compile(r"So[ \t]+the[ \t]+final[ \t]+answer[ \t]+is[ \t]*:", re.IGNORECASE)
@@ -139,6 +140,7 @@ def parse_self_ask(text: str) -> SelfAskTurn:
         asked = SelfAskTurn("follow_up", question=question, intermediate=said)
     if final is not None:
         answer = tidy(text[final.end() :])
+        answer = final_action_answer(answer) or answer
         if answer:
             if asked is None:
                 return SelfAskTurn("final", answer=answer, intermediate=said)

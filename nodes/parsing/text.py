@@ -35,12 +35,6 @@ def after_marker(text: str, pattern: re.Pattern[str]) -> str | None:
     return match.string[match.end() :].strip()
 
 
-def final_answer_of(text: str, pattern: re.Pattern[str] = FINAL_ANSWER_RE) -> str:
-    """The text after an answer marker, or the whole reply when the marker is absent."""
-    found = after_marker(text, pattern)
-    return found if found else text.strip()
-
-
 # Where each provider says a reply stopped at its token cap: the response metadata key
 # its LangChain client fills, and the values that mean "cut".
 CUT_REASONS: dict[str, frozenset[str]] = {

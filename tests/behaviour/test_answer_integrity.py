@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from loopgraphs import build_loop, prompts
 from loopgraphs.graphs import registry
@@ -26,6 +27,7 @@ from loopgraphs.nodes.answer_check import (
 from loopgraphs.nodes.parsing.text import content_text
 from loopgraphs.state import new_fence
 from tests.compat.middleware_support import call, calls
+from tests.support.loop_scripts import tool_then_answer
 from tests.support.scripts import MODES, act, final, model_for
 
 TOOL_LOOPS = registry.TOOL_LOOPS
@@ -299,3 +301,45 @@ def test_settling_empties_the_answer_and_says_why():
         "answer": "",
         "error": "no usable answer: the model gave none before the run ended",
     }
+
+
+EARLIER_ANSWER = "The archive lists no opening year."
+
+
+@pytest.mark.parametrize(("loop", "mode"), LOOP_MODES)
+def test_a_run_without_an_answer_does_not_take_an_earlier_turns(loop, mode):
+    """The thread holds an earlier turn's answer; this run's model only ever calls the
+    tool, so the run ends without one. Its answer is not the earlier turn's."""
+    history = [
+        HumanMessage("When did the Harrowby mill close?"),
+        AIMessage(EARLIER_ANSWER),
+        HumanMessage(QUESTION),
+    ]
+    replies = [act(mode, "search", {"query": "mill"})] if loop in TOOL_LOOPS else [""]
+    graph, model = _build(loop, mode, replies)
+    out = graph.invoke({"messages": history})
+    assert model.call_count >= 1
+    assert out["answer"] != EARLIER_ANSWER
+
+
+@pytest.mark.parametrize("loop", TOOL_LOOPS)
+def test_a_run_a_failing_model_ends_does_not_take_an_earlier_turns_answer(loop):
+    """The first turn of a thread answers; in the second the model fails for good. The
+    run ends with an error and no answer: the first turn's is not taken for one."""
+    script = tool_then_answer(loop, "native", "search", {"query": "mill"}, EARLIER_ANSWER)
+    model = model_for("native", [*script, ValueError("the model is gone")], repeat_last=True)
+    graph = build_loop(
+        loop,
+        model,
+        [search],
+        tool_mode="native",
+        checkpointer=InMemorySaver(),
+        **OPTIONS.get(loop, {}),
+    )
+    thread = {"configurable": {"thread_id": loop}}
+    first = graph.invoke({"messages": [HumanMessage("When did the mill close?")]}, thread)
+    second = graph.invoke({"messages": [HumanMessage(QUESTION)]}, thread)
+    assert first["answer"] == EARLIER_ANSWER
+    assert second["status"] == "error"
+    assert "the model is gone" in second["error"]
+    assert second["answer"] == ""

@@ -63,3 +63,35 @@ def test_the_input_schema_is_what_a_user_fills_in(loop):
     none of the loop's bookkeeping."""
     fields = set(build(loop, "native").get_input_jsonschema()["properties"])
     assert fields == {"messages", "fruits", "basket"}
+
+
+SCALARS = (str, int, float, bool, type(None))
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_step_writes_only_the_plain_values_it_changes(loop):
+    """On the second run of a thread, no step writes a key without a reducer the value it
+    holds already (LangGraph stores and checkpoints every key written, changed or not):
+    the run's status, answer and error, its tool mode, the loop's own counters."""
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": f"unchanged-{loop}"}}
+    graph = build(loop, "native", checkpointer=saver)
+    graph.invoke(start(fruits=[]), config)
+    plain = {
+        key
+        for key, channel in graph.channels.items()
+        if type(channel).__name__ == "LastValue" and not key.startswith("branch:")
+    }
+    state = graph.get_state(config).values
+    unchanged: list[tuple[str, str]] = []
+    for mode, chunk in graph.stream(start(), config, stream_mode=["updates", "values"]):
+        if mode == "values":
+            state = chunk
+            continue
+        for node, update in chunk.items():
+            for key, value in (update or {}).items():
+                held = state.get(key)
+                same = value is held or (isinstance(value, SCALARS) and value == held)
+                if key in plain and key in state and type(value) is type(held) and same:
+                    unchanged.append((node, key))
+    assert unchanged == []

@@ -566,6 +566,29 @@ def test_jump_to_end_from_before_agent(agent):
     assert ai_texts(out) == ["refused"]
 
 
+@pytest.mark.parametrize("kind", ["react", *LOOP_SCRIPTS])
+def test_jump_to_end_without_an_answer_takes_no_earlier_turns(kind):
+    """A ``before_agent`` hook ends the second turn of a thread before any model call,
+    without a message: the run has no answer, and the first turn's is not taken for one."""
+
+    @before_agent(can_jump_to=["end"])
+    def closed(state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        return {"jump_to": "end"} if len(state["messages"]) > 2 else None
+
+    model = native(["The mill opened in 1812."], repeat_last=True)
+    graph = middleware_support.factory(kind)(
+        model, [], middleware=[closed], checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": kind}}
+    first = graph.invoke({"messages": [HumanMessage("When did the mill open?")]}, thread)
+    calls_made = model.call_count
+    second = graph.invoke({"messages": [HumanMessage("And when did it close?")]}, thread)
+    assert first["answer"]
+    assert model.call_count == calls_made
+    assert second["answer"] == ""
+    assert second["status"] == "max_iterations"
+
+
 # -- updates through reducers ---------------------------------------------------------
 
 

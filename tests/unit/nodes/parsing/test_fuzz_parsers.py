@@ -43,14 +43,18 @@ from loopgraphs.nodes.parsing.plans import (
     plan_from_text,
     update_from_text,
 )
-from loopgraphs.nodes.parsing.react import ParsedReply, parse_json_text, parse_react_text
+from loopgraphs.nodes.parsing.react import (
+    ParsedReply,
+    final_answer_of,
+    parse_json_text,
+    parse_react_text,
+)
 from loopgraphs.nodes.parsing.self_ask import asked_part, parse_self_ask
 from loopgraphs.nodes.parsing.text import (
     FINAL_ANSWER_RE,
     ListItem,
     after_marker,
     content_text,
-    final_answer_of,
     list_items,
     strip_marker,
     tidy,

@@ -11,6 +11,7 @@ import pytest
 
 from loopgraphs.nodes.parsing.react import (
     ParsedReply,
+    final_answer_of,
     parse_json_action,
     parse_json_text,
     parse_react_text,
@@ -124,3 +125,37 @@ def test_parse_json_text_reads_the_object_in_free_text() -> None:
     text = 'Sure: {"action": "calc", "action_input": {"e": 1}} done'
     assert parse_json_text(text) == ParsedReply("action", action="calc", action_input={"e": 1})
     assert parse_json_text("no object") == ParsedReply("none")
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("  plain  ", "plain"),
+        ("FINAL_ANSWER:", "FINAL_ANSWER:"),
+        ("a\nFinal_Answer: b", "b"),
+        # A reply that is nothing but a JSON final-answer action gives its input...
+        ('{"thought": "Done.", "action": "final_answer", "action_input": "42"}', "42"),
+        ('```json\n{"action": "Final Answer", "action_input": " 42 "}\n```', "42"),
+        ('{"final_answer": "42"}', "42"),
+        ('{"action": "final_answer", "action_input": {"answer": "42"}}', "42"),
+        # ... a tool action, JSON inside prose, or two objects are the reply as written.
+        (
+            '{"action": "search", "action_input": {"q": "x"}}',
+            '{"action": "search", "action_input": {"q": "x"}}',
+        ),
+        (
+            'It is {"action": "final_answer", "action_input": "42"}',
+            'It is {"action": "final_answer", "action_input": "42"}',
+        ),
+        (
+            '{"action": "final_answer", "action_input": "1"} {"a": 2}',
+            '{"action": "final_answer", "action_input": "1"} {"a": 2}',
+        ),
+        (
+            '{"action": "final_answer", "action_input": ""}',
+            '{"action": "final_answer", "action_input": ""}',
+        ),
+    ],
+)
+def test_final_answer_of_reads_a_marker_or_a_whole_reply_json_final_action(text, answer):
+    assert final_answer_of(text) == answer

@@ -16,7 +16,6 @@ from loopgraphs.nodes.parsing.text import (
     best_effort_answer,
     clip,
     content_text,
-    final_answer_of,
     list_items,
     strip_marker,
     tidy,
@@ -33,9 +32,6 @@ def test_text_helpers() -> None:
     assert tidy("  **`x`**  ") == "x"
     assert after_marker("pre FINAL ANSWER:  y ", FINAL_ANSWER_RE) == "y"
     assert after_marker("nothing", FINAL_ANSWER_RE) is None
-    assert final_answer_of("  plain  ") == "plain"
-    assert final_answer_of("FINAL_ANSWER:") == "FINAL_ANSWER:"
-    assert final_answer_of("a\nFinal_Answer: b") == "b"
 
 
 def test_best_effort_answer_prefers_the_last_assistant_text() -> None:
