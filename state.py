@@ -376,7 +376,8 @@ def conversation_of(state: Mapping[str, object]) -> list[AnyMessage]:
 
 def transcript_of(state: Mapping[str, object]) -> Sequence[AnyMessage]:
     """The run's own messages: those after the caller's conversation (see
-    ``conversation_of``); an earlier turn of the thread is none of them."""
+    ``conversation_of``; all of them before the run has set its transcript up); an earlier
+    turn of the thread is none of them."""
     messages = messages_of(state)
     return messages[scratch_of(state).get("transcript_start", 0) :]
 

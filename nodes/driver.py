@@ -408,8 +408,8 @@ def as_node(
         if isinstance(update, dict) and not settings.step_run:
             # node logic returns an update of its loop's state, which holds CommonState's keys
             update = settle_answer(started, cast(CommonState, update))
-        if isinstance(update, dict):
-            update = changed_only(channels or {}, state, update)
+        if channels is not None and isinstance(update, dict):
+            update = changed_only(channels, state, update)
         if next_step is not None:
             goto = next_step(state, [update, *commands], runtime)
             commands = [*commands, Command(goto=goto)]

@@ -257,11 +257,13 @@ def best_answer(state: LATSState, step: LATSStep) -> LATSState:
 
 def out_of_steps(state: LATSState, step: LATSStep) -> LATSState:
     """The run's answer when the search stopped and no graph step is left for the answer
-    step (a ``recursion_limit`` this tight): the best node's answer, or the last
-    answer-like text of its trajectory. ``status="max_iterations"``."""
-    node = state["tree"][state.get("best_node", ROOT)]
+    step (a ``recursion_limit`` this tight): ``best_answer``'s when the best node is a
+    final answer; else the last answer-like text of its trajectory, without the turn
+    ``forced_answer`` would take (``status="max_iterations"``)."""
+    if answer_step(state) == "best_answer":
+        return best_answer(state, step)
     branch = trajectory_messages(state["tree"], state.get("best_node", ROOT))
-    text = node["answer"] or best_effort_answer([m for m in branch if not cut_short(m)])
+    text = best_effort_answer([m for m in branch if not cut_short(m)])
     shown: list[AnyMessage] = [AIMessage(content=text, name=step.run.agent_name)] if text else []
     return {"answer": text, "messages": shown, "status": "max_iterations"}
 
@@ -307,7 +309,7 @@ def route_expand(state: LATSState, step: LATSStep) -> str | list[Send]:
     """After an expansion: its tool calls (through the review when they pause for one),
     else the evaluation; the answer when the search stopped (the end when no step was left
     for it)."""
-    if state.get("status") == "max_iterations":  # no step was left for the answer
+    if state.get("status") != "running":  # the expansion answered: no step was left
         return END
     if state.get("stop_reason"):
         return answer_step(state)

@@ -237,9 +237,7 @@ def synthesize(state: ReActState, step: ReActStep) -> LogicOf[ReActState]:
         short or empty).
     """
     scratch = scratch_of(state)
-    trace = synthesis_trace(
-        state["messages"][scratch.get("transcript_start", 0) :], scratch.get("fence", "")
-    )
+    trace = synthesis_trace(transcript_of(state), scratch.get("fence", ""))
     request = HumanMessage(
         prompts.SYNTHESIZE_USER.format(
             question=request_of(state), trace=trace, draft=state.get("answer", "")

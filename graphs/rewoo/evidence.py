@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from loopgraphs import prompts
 from loopgraphs.graphs.rewoo.plans import input_text
 from loopgraphs.graphs.rewoo.state import PlannedStep
-from loopgraphs.nodes import content_text, scratch_of
+from loopgraphs.nodes import content_text, transcript_of
 from loopgraphs.nodes.parsing.text import strip_fence
 from loopgraphs.text import media_of
 
@@ -86,9 +86,7 @@ def gathered(
         sent: The id of each step's call ("" while it waits).
         loop_break: Whether the run's loop-break answers repeated calls.
     """
-    messages = state.get("messages")
-    own = list(messages if isinstance(messages, list) else [])
-    own = own[scratch_of(state).get("transcript_start") or 0 :]
+    own = transcript_of(state)
     answers = {m.tool_call_id: m for m in own if isinstance(m, ToolMessage)}
     ran = {c["id"]: c for m in own if isinstance(m, AIMessage) for c in m.tool_calls}
     steps = [(index, call_id) for index, call_id in enumerate(sent) if call_id]

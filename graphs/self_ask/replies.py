@@ -130,11 +130,10 @@ def answered(state: SelfAskState) -> list[FollowUp]:
     ``ToolMessage`` answering its call (a call a reviewer edited is recorded with the
     tool it ran; a rejected one has the rejection as its answer)."""
     pending = state.get("pending") or []
-    messages: Sequence[AnyMessage] = state.get("messages") or []
     scratch = scratch_of(state)
     ran: dict[str, str] = {}
     results: dict[str, ToolMessage] = {}
-    for message in messages[scratch.get("transcript_start") or 0 :]:
+    for message in transcript_of(state):
         if isinstance(message, AIMessage):
             ran.update((call["id"] or "", call["name"]) for call in message.tool_calls)
         elif isinstance(message, ToolMessage):
